@@ -1,0 +1,41 @@
+# atrec harness. Two commands set everything up on a fresh machine:
+#   make reproduce   # installs atrec, then downloads, preprocesses, trains, reports, checks
+#   make test        # installs atrec with its test dependencies, then runs the test suite
+PYTHON ?= python3
+ATREC  ?= $(PYTHON) -m atrec
+# Local copies of the public datasets (this workplace has no network). Point these at a file,
+# archive or folder; leave empty to download from the official URLs.
+SHARED      ?= ../shared/data
+COAT_SOURCE ?= $(wildcard $(SHARED)/coat)
+ML_SOURCE   ?= $(wildcard $(SHARED)/ml-100k)
+# Yahoo! R3 cannot be downloaded (Webscope licence): set ATREC_YAHOO_SOURCE to your copy.
+ATREC_YAHOO_SOURCE ?=
+STAMP := .make/installed
+
+.PHONY: install test reproduce bench lint clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@mkdir -p .make && touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PYTHON) -m pytest -q
+
+reproduce: $(STAMP)
+	$(ATREC) download coat $(if $(COAT_SOURCE),--source $(COAT_SOURCE))
+	$(ATREC) preprocess coat
+	$(ATREC) download ml-100k $(if $(ML_SOURCE),--source $(ML_SOURCE))
+	$(ATREC) preprocess ml-100k
+
+bench: $(STAMP)
+	$(PYTHON) benchmarks/run.py
+
+lint: $(STAMP)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check ruff
+	$(PYTHON) -m ruff check atrec tests benchmarks
+
+clean:
+	rm -rf .make build dist *.egg-info .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

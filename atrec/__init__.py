@@ -1,0 +1,13 @@
+"""atrec: reproduce and benchmark asymmetric tri-training for MNAR explicit feedback.
+
+The library is usable without the command line; ``atrec.cli`` is a thin shell over it.
+Heavy modules (TensorFlow models) are imported lazily by the functions that need them.
+"""
+
+__version__ = "0.1.0"
+
+from atrec.errors import AtrecError  # noqa: E402
+from atrec.ratings import Ratings  # noqa: E402
+from atrec.splits import Split, make_split  # noqa: E402
+
+__all__ = ["AtrecError", "Ratings", "Split", "make_split", "__version__"]

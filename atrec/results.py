@@ -1,0 +1,126 @@
+"""Per-run result records: one JSON file per (dataset, configuration, parameter set, seed).
+
+Layout: ``<results>/runs/<dataset>/<config key>/<params label>/seed-<NN>.json`` where the config
+key is e.g. ``item`` or ``item-at`` and the params label is ``published``, ``tuned`` or a short
+hash of a parameter file. Files are written atomically (temporary name, then rename), so a killed
+run never leaves a half-written record, and a finished record is never recomputed unless asked.
+
+A record is a dict with at least these keys (``schema`` = 1)::
+
+    dataset, propensity, with_at, seed (split seed), model_seed, batch_seed,
+    params {dim, lam[, epsilon]}, params_source,
+    metrics {mae, mse, ndcg3_paper, ndcg3_standard, best_step, best_val_loss},
+    trace (AT only: lists over pseudo-labelling steps: pseudo_loss, discrepancy,
+           n_pseudo, val_loss, test_mse, test_mae),
+    protocol {...settings...},
+    provenance {command, atrec_version, packages, data_checksums, created, elapsed_s, platform}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Iterator
+
+from atrec.errors import AtrecError
+from atrec.paths import results_dir
+
+SCHEMA = 1
+PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click", "scipy")
+
+
+def params_label(source_label: str) -> str:
+    """Folder name for a parameter set: ``published``, ``tuned`` or ``file-<hash>``."""
+    if source_label == "published":
+        return "published"
+    if source_label.startswith("tuned"):
+        return "tuned"
+    return "file-" + hashlib.sha256(source_label.encode()).hexdigest()[:10]
+
+
+def record_path(dataset: str, key: str, label: str, seed: int, root: Path | None = None) -> Path:
+    """Where the record of one run lives."""
+    root = results_dir() if root is None else root
+    return root / "runs" / dataset / key / label / f"seed-{seed:02d}.json"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_record(record: dict, path: Path) -> None:
+    """Write one record atomically."""
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True, default=_jsonable) + "\n")
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a result record")
+
+
+def load_record(path: Path) -> dict:
+    """Read one record; a corrupt file is reported with what to do."""
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise AtrecError(f"result record {path} is corrupt: delete it and rerun to recompute it") from None
+
+
+def iter_records(root: Path | None = None, dataset: str | None = None) -> Iterator[dict]:
+    """All records under ``root`` (default: the results folder), optionally of one dataset."""
+    root = results_dir() if root is None else root
+    base = root / "runs" / dataset if dataset else root / "runs"
+    if not base.exists():
+        return
+    for path in sorted(base.rglob("seed-*.json")):
+        yield load_record(path)
+
+
+def package_versions() -> dict:
+    """Installed versions of the packages that shape the numbers."""
+    out = {"python": sys.version.split()[0]}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def provenance(data_checksums: dict | None = None, elapsed_s: float | None = None) -> dict:
+    """The provenance block of a record: command line, versions, data checksums, time, host."""
+    from atrec import __version__
+
+    return {
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "atrec_version": __version__,
+        "packages": package_versions(),
+        "data_checksums": dict(data_checksums or {}),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "elapsed_s": elapsed_s,
+        "platform": platform.platform(),
+    }
