@@ -1,0 +1,39 @@
+"""Render a list of rows in one of the shared output formats.
+
+``--format table|markdown|latex|csv|json`` means the same on every command: ``table`` is for a
+terminal, ``markdown`` and ``latex`` for papers and notes, ``csv`` and ``json`` for programs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from tabulate import tabulate
+
+FORMATS = ("table", "markdown", "latex", "csv", "json")
+_TABULATE = {"table": "simple", "markdown": "pipe", "latex": "latex_raw"}
+
+
+def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None,
+           floatfmt: str = ".3f") -> str:
+    """Render ``rows`` (dicts sharing keys) with ``columns`` in order (default: first row's keys).
+
+    ``json`` keeps raw values; the other formats format floats with ``floatfmt``.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
+    columns = list(columns or (rows[0].keys() if rows else []))
+    if fmt == "json":
+        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=1, default=str)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({c: r.get(c) for c in columns})
+        return buf.getvalue().rstrip("\n")
+    body = [[r.get(c) for c in columns] for r in rows]
+    return tabulate(body, headers=columns, tablefmt=_TABULATE[fmt], floatfmt=floatfmt,
+                    disable_numparse=False)
