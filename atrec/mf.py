@@ -1,0 +1,266 @@
+"""MF and MF-IPS in TensorFlow 2, trained as the authors did, with many seeds at once.
+
+Model (PROTOCOL.md, "MF-IPS model and loss"):
+``r_hat(u, i) = theta_u . beta_i + b_u + b_i + b`` with Glorot-uniform embeddings,
+``b_u, b_i ~ N(0, 0.01^2)`` and ``b = 0.001``. The loss on a mini-batch is the self-normalised
+IPS mean ``sum (r - r_hat)^2 / P  /  sum 1 / P`` (``loss="snips"``, the authors' code) or the plain
+IPS mean of the paper's Eq. 3, ``sum (r - r_hat)^2 / P  /  |B|`` (``loss="ips"``), plus
+``lam * (l2(Theta) + l2(Beta) + l2(b_user) + l2(b_item))`` over the WHOLE tables, where
+``l2(x) = sum(x^2) / 2`` as ``tf.nn.l2_loss`` counts it. Adam (TF1 defaults: beta1 0.9,
+beta2 0.999, epsilon 1e-8 added to sqrt(v)), learning rate 0.01, batches of 1,024 drawn with
+replacement, 500 steps. After every step the validation loss (same weighted mean, with the chosen
+propensity, without the L2 term) and the test MAE/MSE are computed; the reported MAE/MSE are those
+of the step with the lowest validation loss (first such step on ties, as ``np.argmin``).
+
+Speed: ``R`` replicas (one per seed) are stacked along a leading axis and trained by one compiled
+XLA loop. Replicas share no parameter and Adam is element-wise, so a stacked replica follows
+exactly the trajectory it would follow alone. Gradients are written out by hand (checked against
+autodiff in the tests): the data term touches only the batch rows (a scatter-add), the L2 term is
+dense. ``lam`` enters the compiled loop as a value, so trying a new ``lam`` does not recompile.
+
+Batch sampler: the authors reset NumPy's global generator to 12345 before every run, so all 20
+seeds draw the same batch *positions* (into differently shuffled training arrays).
+``batch_seed=12345`` reproduces those positions exactly (``RandomState(12345).randint`` is what
+``np.random.choice(np.arange(n), size)`` draws); ``batch_seed=None`` gives each replica its own
+stream, seeded by its split seed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+LOSSES = ("snips", "ips")
+AUTHORS_BATCH_SEED = 12345
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Protocol settings of one MF-IPS training run (PROTOCOL.md defaults)."""
+
+    steps: int = 500
+    batch_size: int = 1024
+    learning_rate: float = 0.01
+    loss: str = "snips"
+    batch_seed: int | None = AUTHORS_BATCH_SEED
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"unknown loss '{self.loss}': choose from {', '.join(LOSSES)}")
+        if self.batch_seed is not None and self.batch_seed < 0:
+            raise ValueError(f"batch_seed must be >= 0 or None, got {self.batch_seed}")
+
+    def as_dict(self) -> dict:
+        return {"steps": self.steps, "batch_size": self.batch_size,
+                "learning_rate": self.learning_rate, "loss": self.loss,
+                "batch_seed": "per-seed" if self.batch_seed is None else self.batch_seed}
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters: a tuple (U [R, nu, d], V [R, ni, d], bu [R, nu], bi [R, ni], b [R])
+
+def init_params(num_users: int, num_items: int, dim: int, seeds: list[int]) -> tuple:
+    """Initial parameters of ``len(seeds)`` replicas, float32 NumPy arrays.
+
+    Replica ``k`` is drawn from ``numpy.random.default_rng(seeds[k])``: Glorot-uniform
+    embeddings (limit ``sqrt(6 / (fan_in + fan_out))`` of the ``[n, dim]`` table), biases
+    ``N(0, 0.01^2)``, global bias 0.001.
+    """
+    lim_u = np.sqrt(6.0 / (num_users + dim))
+    lim_i = np.sqrt(6.0 / (num_items + dim))
+    out = [[], [], [], [], []]
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        out[0].append(rng.uniform(-lim_u, lim_u, (num_users, dim)))
+        out[1].append(rng.uniform(-lim_i, lim_i, (num_items, dim)))
+        out[2].append(rng.normal(0.0, 0.01, num_users))
+        out[3].append(rng.normal(0.0, 0.01, num_items))
+        out[4].append(1e-3)
+    return tuple(np.asarray(x, dtype=np.float32) for x in out)
+
+
+def predict(params: tuple, users, items):
+    """Predicted ratings, shape ``[R, n]``, for index tensors ``users``, ``items`` of ``[R, n]``."""
+    U, V, bu, bi, b = params
+    pu = tf.gather(U, users, batch_dims=1)
+    qi = tf.gather(V, items, batch_dims=1)
+    return (tf.reduce_sum(pu * qi, axis=-1) + tf.gather(bu, users, batch_dims=1)
+            + tf.gather(bi, items, batch_dims=1) + b[:, None])
+
+
+def _denominator(weights, snips):
+    """``sum(weights)`` per replica when ``snips`` is 1.0, the count ``n`` when it is 0.0."""
+    n = tf.cast(tf.shape(weights)[1], weights.dtype)
+    return snips * tf.reduce_sum(weights, axis=1, keepdims=True) + (1.0 - snips) * n
+
+
+def weighted_loss(errors_sq, weights, snips):
+    """Per-replica weighted mean ``[R]`` of ``errors_sq`` ``[R, n]`` with ``weights`` (1/P).
+
+    ``snips`` = 1.0: self-normalised (divide by the sum of weights); 0.0: divide by ``n``.
+    """
+    return tf.reduce_sum(errors_sq * weights / _denominator(weights, snips), axis=1)
+
+
+def l2_penalty(params: tuple, lam):
+    """``lam * (l2(U) + l2(V) + l2(bu) + l2(bi))`` per replica, shape ``[R]``."""
+    U, V, bu, bi, _ = params
+    half_sq = (tf.reduce_sum(U * U, axis=[1, 2]) + tf.reduce_sum(V * V, axis=[1, 2])
+               + tf.reduce_sum(bu * bu, axis=1) + tf.reduce_sum(bi * bi, axis=1)) / 2.0
+    return lam * half_sq
+
+
+def gradients(params: tuple, users, items, labels, weights, lam, snips):
+    """Loss per replica ``[R]`` and its exact gradients w.r.t. ``params`` (dense tensors).
+
+    ``users``, ``items``, ``labels``, ``weights`` are ``[R, B]``; weights are ``1 / P``;
+    ``snips`` selects the aggregation as in :func:`weighted_loss`.
+    """
+    U, V, bu, bi, b = params
+    R = tf.shape(users)[0]
+    pu = tf.gather(U, users, batch_dims=1)
+    qi = tf.gather(V, items, batch_dims=1)
+    pred = (tf.reduce_sum(pu * qi, axis=-1) + tf.gather(bu, users, batch_dims=1)
+            + tf.gather(bi, items, batch_dims=1) + b[:, None])
+    err = pred - labels
+    denom = _denominator(weights, snips)
+    data_loss = tf.reduce_sum(weights * err * err / denom, axis=1)
+    g = 2.0 * weights * err / denom  # dLoss / dpred, [R, B]
+    rep = tf.broadcast_to(tf.range(R)[:, None], tf.shape(users))
+    idx_u = tf.stack([rep, users], axis=-1)
+    idx_i = tf.stack([rep, items], axis=-1)
+    gU = tf.tensor_scatter_nd_add(lam * U, idx_u, g[..., None] * qi)
+    gV = tf.tensor_scatter_nd_add(lam * V, idx_i, g[..., None] * pu)
+    gbu = tf.tensor_scatter_nd_add(lam * bu, idx_u, g)
+    gbi = tf.tensor_scatter_nd_add(lam * bi, idx_i, g)
+    gb = tf.reduce_sum(g, axis=1)
+    loss = data_loss + l2_penalty(params, lam)
+    return loss, (gU, gV, gbu, gbi, gb)
+
+
+def adam(params: tuple, m: tuple, v: tuple, grads: tuple, t, lr,
+         beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8):
+    """One Adam step as TF1's ``AdamOptimizer`` computes it; ``t`` is the 1-based step."""
+    t = tf.cast(t, tf.float32)
+    lr_t = lr * tf.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t)
+    new_p, new_m, new_v = [], [], []
+    for p, mi, vi, g in zip(params, m, v, grads):
+        mi = beta1 * mi + (1.0 - beta1) * g
+        vi = beta2 * vi + (1.0 - beta2) * g * g
+        new_p.append(p - lr_t * mi / (tf.sqrt(vi) + eps))
+        new_m.append(mi)
+        new_v.append(vi)
+    return tuple(new_p), tuple(new_m), tuple(new_v)
+
+
+def zeros_like_params(params: tuple) -> tuple:
+    return tuple(tf.zeros_like(p) for p in params)
+
+
+def eval_metrics(params: tuple, users, items, labels):
+    """Test MSE and MAE per replica ``[R]`` on a shared test set (``[n]`` tensors)."""
+    R = tf.shape(params[4])[0]
+    n = tf.shape(users)[0]
+    pred = predict(params, tf.broadcast_to(users, [R, n]), tf.broadcast_to(items, [R, n]))
+    err = pred - labels[None, :]
+    return tf.reduce_mean(err * err, axis=1), tf.reduce_mean(tf.abs(err), axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class FitResult:
+    """What one batched fit returns; arrays have a leading replica axis ``R``."""
+
+    params: tuple            # final parameters (NumPy)
+    best_step: np.ndarray    # [R], 0-based step with the lowest validation loss
+    best_val_loss: np.ndarray
+    mae: np.ndarray          # [R], test MAE at best_step
+    mse: np.ndarray
+    val_trace: np.ndarray    # [steps, R]
+    mse_trace: np.ndarray    # [steps, R]
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _fit_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_w,
+              te_u, te_i, te_r, lam, lr, snips):
+    """The whole training loop, compiled once per shape. ``batch_pos`` is ``[R, steps, B]``."""
+    steps = tf.shape(batch_pos)[1]
+    R = tf.shape(tr_u)[0]
+    m0, v0 = zeros_like_params(params), zeros_like_params(params)
+    inf = tf.fill([R], np.float32(np.inf))
+    zeros_r = tf.zeros([R], tf.float32)
+    val_ta = tf.TensorArray(tf.float32, size=steps)
+    mse_ta = tf.TensorArray(tf.float32, size=steps)
+
+    def body(t, params, m, v, best_val, best_step, best_mse, best_mae, val_ta, mse_ta):
+        pos = batch_pos[:, t, :]
+        users = tf.gather(tr_u, pos, batch_dims=1)
+        items = tf.gather(tr_i, pos, batch_dims=1)
+        labels = tf.gather(tr_r, pos, batch_dims=1)
+        weights = tf.gather(tr_w, pos, batch_dims=1)
+        _, grads = gradients(params, users, items, labels, weights, lam, snips)
+        params, m, v = adam(params, m, v, grads, t + 1, lr)
+        pred = predict(params, va_u, va_i)
+        err = pred - va_r
+        val = weighted_loss(err * err, va_w, snips)
+        mse, mae = eval_metrics(params, te_u, te_i, te_r)
+        better = val < best_val
+        best_val = tf.where(better, val, best_val)
+        best_step = tf.where(better, t, best_step)
+        best_mse = tf.where(better, mse, best_mse)
+        best_mae = tf.where(better, mae, best_mae)
+        return (t + 1, params, m, v, best_val, best_step, best_mse, best_mae,
+                val_ta.write(t, val), mse_ta.write(t, mse))
+
+    out = tf.while_loop(
+        lambda t, *_: t < steps, body,
+        (tf.constant(0), params, m0, v0, inf, tf.zeros([R], tf.int32), zeros_r, zeros_r,
+         val_ta, mse_ta))
+    _, params, _, _, best_val, best_step, best_mse, best_mae, val_ta, mse_ta = out
+    return params, best_val, best_step, best_mse, best_mae, val_ta.stack(), mse_ta.stack()
+
+
+def batch_positions(settings: TrainSettings, n_train: int, split_seeds: list[int]) -> np.ndarray:
+    """Mini-batch row positions ``[R, steps, B]`` into each replica's training arrays."""
+    shape = (settings.steps, settings.batch_size)
+    if settings.batch_seed is not None:
+        pos = np.random.RandomState(settings.batch_seed).randint(0, n_train, shape)
+        return np.broadcast_to(pos.astype(np.int32), (len(split_seeds),) + shape)
+    return np.stack([np.random.RandomState(s).randint(0, n_train, shape).astype(np.int32)
+                     for s in split_seeds])
+
+
+def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
+        settings: TrainSettings, batch_pos: np.ndarray) -> FitResult:
+    """Train ``R`` stacked replicas and select each one's step of lowest validation loss.
+
+    ``train`` / ``val`` hold ``user``, ``item``, ``rating``, ``weight`` arrays of shape ``[R, n]``
+    (weight = 1 / propensity); ``test`` holds ``user``, ``item``, ``rating`` of shape ``[n]``,
+    shared by all replicas. ``init`` comes from :func:`init_params`.
+    """
+    f32, i32 = np.float32, np.int32
+    out = _fit_loop(
+        tuple(tf.constant(p) for p in init), tf.constant(batch_pos, i32),
+        tf.constant(train["user"], i32), tf.constant(train["item"], i32),
+        tf.constant(train["rating"], f32), tf.constant(train["weight"], f32),
+        tf.constant(val["user"], i32), tf.constant(val["item"], i32),
+        tf.constant(val["rating"], f32), tf.constant(val["weight"], f32),
+        tf.constant(test["user"], i32), tf.constant(test["item"], i32),
+        tf.constant(test["rating"], f32),
+        tf.constant(lam, f32), tf.constant(settings.learning_rate, f32),
+        tf.constant(1.0 if settings.loss == "snips" else 0.0, f32))
+    params, best_val, best_step, best_mse, best_mae, val_tr, mse_tr = out
+    return FitResult(tuple(p.numpy() for p in params), best_step.numpy(), best_val.numpy(),
+                     best_mae.numpy(), best_mse.numpy(), val_tr.numpy(), mse_tr.numpy())
