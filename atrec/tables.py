@@ -17,10 +17,12 @@ _TABULATE = {"table": "simple", "markdown": "pipe", "latex": "latex_raw"}
 
 
 def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None,
-           floatfmt: str = ".3f") -> str:
+           floatfmt: str = ".3f", numparse: bool = True) -> str:
     """Render ``rows`` (dicts sharing keys) with ``columns`` in order (default: first row's keys).
 
     ``json`` keeps raw values; the other formats format floats with ``floatfmt``.
+    ``numparse=False`` prints pre-formatted strings as given (table/markdown/latex), instead of
+    re-reading number-like strings as numbers and re-formatting them with ``floatfmt``.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
@@ -36,4 +38,4 @@ def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = Non
         return buf.getvalue().rstrip("\n")
     body = [[r.get(c) for c in columns] for r in rows]
     return tabulate(body, headers=columns, tablefmt=_TABULATE[fmt], floatfmt=floatfmt,
-                    disable_numparse=False)
+                    disable_numparse=not numparse)
