@@ -44,14 +44,18 @@ def paper_values() -> dict:
             for r in rows}
 
 
-def linear_trace(offset: float, steps: int = STEPS) -> dict:
-    """A falling trace; ``np.linspace`` endpoints are the values at steps 1 and ``steps``."""
+def linear_trace(offset: float, steps: int = STEPS, rising_mse: bool = False) -> dict:
+    """A falling trace; ``np.linspace`` endpoints are the values at steps 1 and ``steps``.
+
+    ``rising_mse`` makes test_mse rise 1.0 -> 1.3 instead.
+    """
+    mse = np.linspace(1.0, 1.3, steps) if rising_mse else np.linspace(1.3, 1.0, steps)
     return {
         "pseudo_loss": (np.linspace(1.0, 0.5, steps) + offset).tolist(),
         "discrepancy": (np.linspace(0.2, 0.1, steps) + offset).tolist(),
         "n_pseudo": [1000] * steps,
         "val_loss": np.linspace(1.2, 1.1, steps).tolist(),
-        "test_mse": (np.linspace(1.3, 1.0, steps) + offset).tolist(),
+        "test_mse": (mse + offset).tolist(),
         "test_mae": np.linspace(0.9, 0.8, steps).tolist(),
     }
 
@@ -70,12 +74,12 @@ def make_record(dataset: str, propensity: str, with_at: bool, seed: int, metrics
 
 
 def write_records(root: Path, datasets=("yahoo", "coat"), override=None, skip=(),
-                  seeds=SEEDS) -> Path:
+                  seeds=SEEDS, rising_mse=()) -> Path:
     """Write the synthetic records under ``root``; return ``root``.
 
     ``override`` maps ``(dataset, propensity, with_at, metric)`` to a new base value; ``skip``
     lists ``(dataset, propensity, with_at)`` or ``(dataset, propensity, with_at, seed)`` to leave
-    out.
+    out; ``rising_mse`` lists ``(dataset, propensity)`` whose AT test-MSE trace rises.
     """
     override = override or {}
     for (dataset, propensity, with_at), base in paper_values().items():
@@ -90,7 +94,8 @@ def write_records(root: Path, datasets=("yahoo", "coat"), override=None, skip=()
                        for m, v in base.items()}
             metrics["ndcg3_standard"] = NDCG_STANDARD[with_at] + off
             metrics.update(best_step=10, best_val_loss=1.0)
-            trace = linear_trace(off) if with_at else None
+            rising = (dataset, propensity) in rising_mse
+            trace = linear_trace(off, rising_mse=rising) if with_at else None
             save_record(make_record(dataset, propensity, with_at, seed, metrics, trace=trace),
                         record_path(dataset, propensity + ("-at" if with_at else ""), "published",
                                     seed, root))
