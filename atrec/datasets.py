@@ -111,10 +111,12 @@ REGISTRY: dict[str, DatasetSpec] = {
             # from the shared copies with every CRLF replaced by LF.
             FileSpec("train.ascii", "coat/train.ascii", "train",
                      "a87bd9e7eaf3b89f976df3f25d4aa5d5d871be8a00b58947df9e6e015559bd37",
-                     "f9088c6e95fa9a42e8be6a92fc77252b95b969e34ed1299c611420da68680873"),
+                     "f9088c6e95fa9a42e8be6a92fc77252b95b969e34ed1299c611420da68680873",
+                     rows=290),
             FileSpec("test.ascii", "coat/test.ascii", "test",
                      "de6714ab105a5e0be8166be7fd313901b29f9a09c3bea307901457d1d71847e6",
-                     "51fa28550f5bedebc6959d0e7b5e242b173c3c8d16317c7e49b89441304504ce"),
+                     "51fa28550f5bedebc6959d0e7b5e242b173c3c8d16317c7e49b89441304504ce",
+                     rows=290),
         ),
         licence="Coat ships without a licence file; cite Schnabel et al. (ICML 2016).",
     ),
@@ -187,9 +189,11 @@ def resolve_names(name: str) -> list[str]:
     ``all`` means the public datasets (coat, ml-100k), plus yahoo when a raw copy of it is
     already installed (it can only be handed over by hand).
     """
-    if name.strip().lower() == "all":
-        return list(PUBLIC) + [n for n in DATASETS if n not in PUBLIC and raw_present(n)]
-    return expand([name], DATASETS, "dataset")
+    parts = [p.strip().lower() for p in str(name).split(",")]
+    if "all" in parts:
+        parts = [p for p in parts if p != "all"] + list(PUBLIC) + \
+            [n for n in DATASETS if n not in PUBLIC and raw_present(n)]
+    return expand(parts, DATASETS, "dataset")
 
 
 def raw_dir(name: str) -> Path:

@@ -131,117 +131,83 @@ def test_verify_file_counts_rows_before_the_checksum(tmp_path):
         verify_file(path, get_spec("ml-100k").files[0])
 
 
-# --- bad inputs: (how to build the source, exception type, message fragment) ------------------
+# --- bad inputs: (how to build the case, exception type, message fragment) --------------------
+# Each builder returns the keyword arguments of ``download`` (a ``source`` path, or a ``name``).
 
-def _src_missing(tmp_path, coat_bytes):
-    return tmp_path / "nowhere.zip"
+def _src_missing(tmp_path, coat_bytes, monkeypatch):
+    return {"source": tmp_path / "nowhere.zip"}
 
 
-def _src_truncated(tmp_path, coat_bytes):
+def _src_truncated(tmp_path, coat_bytes, monkeypatch):
     folder = tmp_path / "src"
     folder.mkdir()
     (folder / "train.ascii").write_bytes(coat_bytes["train.ascii"][:1000])
     (folder / "test.ascii").write_bytes(coat_bytes["test.ascii"])
-    return folder
+    return {"source": folder}
 
 
-def _src_wrong_checksum(tmp_path, coat_bytes):
+def _src_wrong_checksum(tmp_path, coat_bytes, monkeypatch):
     changed = dict(coat_bytes)
     changed["test.ascii"] = coat_bytes["test.ascii"].replace(b"0 ", b"1 ", 1)
-    return _coat_zip(tmp_path / "coat.zip", changed)
+    return {"source": _coat_zip(tmp_path / "coat.zip", changed)}
 
 
-def _src_missing_member(tmp_path, coat_bytes):
-    return _zip(tmp_path / "coat.zip", {"coat/train.ascii": coat_bytes["train.ascii"]})
+def _src_missing_member(tmp_path, coat_bytes, monkeypatch):
+    return {"source": _zip(tmp_path / "coat.zip", {"coat/train.ascii": coat_bytes["train.ascii"]})}
 
 
-def _src_single_file(tmp_path, coat_bytes):
-    return SHARED / "coat" / "train.ascii"
+def _src_single_file(tmp_path, coat_bytes, monkeypatch):
+    return {"source": SHARED / "coat" / "train.ascii"}
 
 
-def _src_dotdot(tmp_path, coat_bytes):
+def _src_dotdot(tmp_path, coat_bytes, monkeypatch):
     members = {f"coat/{n}": b for n, b in coat_bytes.items()}
     members["coat/../../evil.txt"] = b"x"
-    return _zip(tmp_path / "coat.zip", members)
+    return {"source": _zip(tmp_path / "coat.zip", members)}
 
 
-def _src_absolute(tmp_path, coat_bytes):
+def _src_absolute(tmp_path, coat_bytes, monkeypatch):
     members = {f"coat/{n}": b for n, b in coat_bytes.items()}
-    return _tgz(tmp_path / "coat.tgz", {**members, "/tmp/evil.txt": b"x"})
+    return {"source": _tgz(tmp_path / "coat.tgz", {**members, "/tmp/evil.txt": b"x"})}
 
 
-def _src_symlink_tar(tmp_path, coat_bytes):
+def _src_symlink_tar(tmp_path, coat_bytes, monkeypatch):
     members = {f"coat/{n}": b for n, b in coat_bytes.items()}
-    return _tgz(tmp_path / "coat.tar.gz", members, {"coat/link": (tarfile.SYMTYPE, "/etc/passwd")})
+    link = {"coat/link": (tarfile.SYMTYPE, "/etc/passwd")}
+    return {"source": _tgz(tmp_path / "coat.tar.gz", members, link)}
 
 
-def _src_hardlink_tar(tmp_path, coat_bytes):
+def _src_hardlink_tar(tmp_path, coat_bytes, monkeypatch):
     members = {f"coat/{n}": b for n, b in coat_bytes.items()}
-    return _tgz(tmp_path / "coat.tar.gz", members, {"coat/hard": (tarfile.LNKTYPE, "/etc/passwd")})
+    link = {"coat/hard": (tarfile.LNKTYPE, "/etc/passwd")}
+    return {"source": _tgz(tmp_path / "coat.tar.gz", members, link)}
 
 
-def _src_device_tar(tmp_path, coat_bytes):
+def _src_device_tar(tmp_path, coat_bytes, monkeypatch):
     members = {f"coat/{n}": b for n, b in coat_bytes.items()}
-    return _tgz(tmp_path / "coat.tgz", members, {"coat/dev": (tarfile.CHRTYPE, "")})
+    return {"source": _tgz(tmp_path / "coat.tgz", members, {"coat/dev": (tarfile.CHRTYPE, "")})}
 
 
-def _src_symlink_zip(tmp_path, coat_bytes):
+def _src_symlink_zip(tmp_path, coat_bytes, monkeypatch):
     path = _coat_zip(tmp_path / "coat.zip", coat_bytes)
     with zipfile.ZipFile(path, "a") as zf:
         info = zipfile.ZipInfo("coat/link")
         info.external_attr = (0o120777 << 16)
         zf.writestr(info, "/etc/passwd")
-    return path
+    return {"source": path}
 
 
-def _src_not_an_archive(tmp_path, coat_bytes):
+def _src_not_an_archive(tmp_path, coat_bytes, monkeypatch):
     path = tmp_path / "coat.zip"
     path.write_bytes(b"this is not a zip file")
-    return path
+    return {"source": path}
 
 
-BAD_SOURCES = [
-    (_src_missing, DataError, "does not exist"),
-    (_src_truncated, DataError, "fails its checksum"),
-    (_src_wrong_checksum, DataError, "fails its checksum"),
-    (_src_missing_member, DataError, "has no test.ascii"),
-    (_src_single_file, DataError, "is a single file"),
-    (_src_dotdot, DataError, "climbing out with '..'"),
-    (_src_absolute, DataError, "absolute path"),
-    (_src_symlink_tar, DataError, "link member"),
-    (_src_hardlink_tar, DataError, "link member"),
-    (_src_device_tar, DataError, "device member"),
-    (_src_symlink_zip, DataError, "link member"),
-    (_src_not_an_archive, DataError, "cannot read archive"),
-]
+def _src_unknown_name(tmp_path, coat_bytes, monkeypatch):
+    return {"name": "netflix", "source": SHARED / "coat"}
 
 
-@pytest.mark.parametrize("build, exc, fragment", BAD_SOURCES,
-                         ids=[b[0].__name__.removeprefix("_src_") for b in BAD_SOURCES])
-def test_bad_sources_fail_with_one_line_and_leave_nothing(data_dir, tmp_path, coat_bytes,
-                                                          build, exc, fragment):
-    with pytest.raises(exc, match=fragment) as info:
-        download("coat", source=build(tmp_path, coat_bytes), quiet=True)
-    assert "\n" not in str(info.value)
-    assert not (data_dir / "coat" / "raw").exists()
-    assert _leftovers(data_dir, "coat") == []
-    assert not (tmp_path / "evil.txt").exists() and not Path("/tmp/evil.txt").exists()
-
-
-def test_a_failed_forced_download_keeps_the_valid_copy(data_dir, tmp_path, coat_bytes):
-    download("coat", source=SHARED / "coat", quiet=True)
-    with pytest.raises(DataError, match="fails its checksum"):
-        download("coat", source=_src_wrong_checksum(tmp_path, coat_bytes), quiet=True, force=True)
-    assert download("coat", quiet=True).cached
-    assert _leftovers(data_dir, "coat") == []
-
-
-def test_unknown_dataset_name():
-    with pytest.raises(AtrecError, match="unknown dataset 'netflix': choose from coat"):
-        download("netflix")
-
-
-def test_unwritable_data_folder(tmp_path, monkeypatch):
+def _src_unwritable_data_folder(tmp_path, coat_bytes, monkeypatch):
     if os.geteuid() == 0:
         # root bypasses permission bits: a path under a regular FILE fails for root too
         blocker = tmp_path / "blocker"
@@ -253,8 +219,48 @@ def test_unwritable_data_folder(tmp_path, monkeypatch):
         locked.chmod(0o500)
         target = locked / "data"
     monkeypatch.setenv("ATREC_DATA_DIR", str(target))
-    with pytest.raises(AtrecError, match="cannot write to the data folder .*ATREC_DATA_DIR"):
-        download("coat", source=SHARED / "coat", quiet=True)
+    return {"source": SHARED / "coat"}
+
+
+BAD_SOURCES = [
+    (_src_missing, DataError, "does not exist"),
+    (_src_truncated, DataError, "has 2 rows, expected 290"),
+    (_src_wrong_checksum, DataError, "fails its checksum"),
+    (_src_missing_member, DataError, "has no test.ascii"),
+    (_src_single_file, DataError, "is a single file"),
+    (_src_dotdot, DataError, "climbing out with '..'"),
+    (_src_absolute, DataError, "absolute path"),
+    (_src_symlink_tar, DataError, "link member"),
+    (_src_hardlink_tar, DataError, "link member"),
+    (_src_device_tar, DataError, "device member"),
+    (_src_symlink_zip, DataError, "link member"),
+    (_src_not_an_archive, DataError, "cannot read archive"),
+    (_src_unknown_name, AtrecError, "unknown dataset 'netflix': choose from coat"),
+    (_src_unwritable_data_folder, AtrecError, "cannot write to the data folder .*ATREC_DATA_DIR"),
+]
+
+
+@pytest.mark.parametrize("build, exc, fragment", BAD_SOURCES,
+                         ids=[b[0].__name__.removeprefix("_src_") for b in BAD_SOURCES])
+def test_bad_sources_fail_with_one_line_and_leave_nothing(data_dir, tmp_path, coat_bytes,
+                                                          monkeypatch, build, exc, fragment):
+    kwargs = {"name": "coat", **build(tmp_path, coat_bytes, monkeypatch)}
+    with pytest.raises(exc, match=fragment) as info:
+        download(quiet=True, **kwargs)
+    assert "\n" not in str(info.value)
+    assert not (data_dir / "coat" / "raw").exists()
+    assert _leftovers(data_dir, "coat") == []
+    assert not (tmp_path / "evil.txt").exists() and not Path("/tmp/evil.txt").exists()
+
+
+def test_a_failed_forced_download_keeps_the_valid_copy(data_dir, tmp_path, coat_bytes,
+                                                       monkeypatch):
+    download("coat", source=SHARED / "coat", quiet=True)
+    with pytest.raises(DataError, match="fails its checksum"):
+        download("coat", quiet=True, force=True,
+                 **_src_wrong_checksum(tmp_path, coat_bytes, monkeypatch))
+    assert download("coat", quiet=True).cached
+    assert _leftovers(data_dir, "coat") == []
 
 
 # --- the URL path, against a loopback HTTP server ---------------------------------------------
@@ -329,7 +335,8 @@ def test_real_yahoo_entry_keeps_the_official_checks():
     spec = get_spec("yahoo")
     assert spec.url is None
     assert [(f.name, f.rows) for f in spec.files] == [(YAHOO_TRAIN, 311_704), (YAHOO_TEST, 54_000)]
-    assert spec.files[0].sha256.startswith("85538b3c") and spec.files[1].sha256.startswith("f27a73be")
+    assert spec.files[0].sha256.startswith("85538b3c")
+    assert spec.files[1].sha256.startswith("f27a73be")
 
 
 def test_yahoo_from_webscope_style_tgz(data_dir, tmp_path, tiny_yahoo):
@@ -400,3 +407,21 @@ def test_cli_download_coat_from_folder(tmp_path):
     assert "verified 2 file(s)" in result.stdout
     quiet = _run(["download", "coat", "--quiet"], tmp_path)
     assert quiet.exit_code == 0 and quiet.stdout == ""
+
+
+def test_progress_bar_is_silent_when_quiet_or_not_a_terminal(monkeypatch):
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    assert type(datasets.progress_bar(10, "x", quiet=True)).__name__ == "_SilentBar"
+    assert type(datasets.progress_bar(10, "x")).__name__ == "ProgressBar"
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False, raising=False)
+    assert type(datasets.progress_bar(10, "x")).__name__ == "_SilentBar"
+
+
+def test_all_means_the_public_datasets_plus_an_installed_yahoo(data_dir, tiny_yahoo):
+    assert datasets.resolve_names("all") == ["coat", "ml-100k"]
+    raw = data_dir / "yahoo" / "raw"
+    raw.mkdir(parents=True)
+    (raw / YAHOO_TRAIN).write_bytes(YAHOO_TRAIN_ROWS)
+    (raw / YAHOO_TEST).write_bytes(YAHOO_TEST_ROWS)
+    assert datasets.resolve_names("all") == ["coat", "ml-100k", "yahoo"]
+    assert datasets.resolve_names("ml-100k,coat") == ["ml-100k", "coat"]

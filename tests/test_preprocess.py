@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def coat_matrices():
 def test_coat_end_to_end(data_dir, coat_matrices):
     download("coat", source=SHARED / "coat", quiet=True)
     data = preprocess("coat", quiet=True)
-    assert (data.num_users, data.num_items, len(data.train), len(data.test)) == (290, 300, 6960, 4640)
+    sizes = (data.num_users, data.num_items, len(data.train), len(data.test))
+    assert sizes == (290, 300, 6960, 4640)
     # PROVENANCE.md histograms
     assert data.train.histogram().tolist() == [1901, 1437, 1717, 1275, 630]
     assert data.test.histogram().tolist() == [1879, 899, 1002, 641, 219]
@@ -66,11 +68,13 @@ def test_store_dtypes_manifest_and_round_trip(data_dir):
     assert manifest["counts"] == {"train": 6960, "test": 4640}
     assert (manifest["num_users"], manifest["num_items"]) == (290, 300)
     assert manifest["source_files"] == data.checksums
-    assert manifest["store"]["sha256"] == hashlib.sha256((out / "ratings.npz").read_bytes()).hexdigest()
+    store_sha = hashlib.sha256((out / "ratings.npz").read_bytes()).hexdigest()
+    assert manifest["store"]["sha256"] == store_sha
     again = load_processed("coat")
     for part in ("train", "test"):
         for col in ("user", "item", "rating"):
-            assert np.array_equal(getattr(getattr(again, part), col), getattr(getattr(data, part), col))
+            column = getattr(getattr(data, part), col)
+            assert np.array_equal(getattr(getattr(again, part), col), column)
     assert again.train.item.dtype == np.int32 and again.checksums == data.checksums
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "ratings.npz"]
 
@@ -93,7 +97,8 @@ def test_lf_copy_gives_the_same_ratings(data_dir, tmp_path):
 def test_ml100k(data_dir):
     download("ml-100k", source=SHARED / "ml-100k", quiet=True)
     data = load_data("ml-100k")  # raw present, not processed: preprocesses first
-    assert (data.num_users, data.num_items, len(data.train), len(data.test)) == (943, 1682, 100_000, 0)
+    sizes = (data.num_users, data.num_items, len(data.train), len(data.test))
+    assert sizes == (943, 1682, 100_000, 0)
     assert data.train.histogram().tolist() == [6110, 11370, 27145, 34174, 21201]
     # first line of u.data: "196\t242\t3\t881250949", 1-based
     assert (data.train.user[0], data.train.item[0], data.train.rating[0]) == (195, 241, 3)
@@ -108,7 +113,7 @@ def test_missing_and_corrupt_stores(data_dir):
     with pytest.raises(DataError, match="no raw copy of yahoo .*--source PATH"):
         preprocess("yahoo")
     download("coat", source=SHARED / "coat", quiet=True)
-    with pytest.raises(DataError, match="downloaded but not preprocessed: run 'atrec preprocess coat'"):
+    with pytest.raises(DataError, match="not preprocessed: run 'atrec preprocess coat'"):
         load_processed("coat")
     preprocess("coat")
     manifest = processed_dir("coat") / "manifest.json"
@@ -131,7 +136,7 @@ def test_a_raw_file_failing_its_checksum_is_refused(data_dir):
     assert not processed_dir("coat").exists()
 
 
-# --- parser errors: (file content, parser, exception, message fragment) ----------------------
+# --- parser errors: (case, file content or None for no file, parser, exception, fragment) -----
 
 def _matrix(rows: int, cols: int, value: str = "0") -> str:
     return "".join(" ".join([value] * cols) + "\r\n" for _ in range(rows))
@@ -150,36 +155,39 @@ def _ml(path):
 
 
 BAD_FILES = [
-    ("missing", None, _coat, "is missing"),
-    ("empty", "", _yahoo, "is empty"),
-    ("blank-only", "\n\n", _coat, "is empty"),
-    ("truncated-row", _matrix(2, 4) + "0 0", _coat, "line 3: 2 fields, expected 4"),
-    ("wrong-shape-rows", _matrix(2, 4), _coat, "has 2 rows, expected 3"),
-    ("wrong-shape-cols", _matrix(3, 5), _coat, "line 1: 5 fields, expected 4"),
-    ("non-numeric-matrix", _matrix(2, 4) + "0 x 0 0\r\n", _coat, "line 3: field 'x' is not an integer"),
-    ("rating-6-matrix", _matrix(1, 4) + "0 0 6 0\n" + _matrix(1, 4), _coat,
+    ("missing", None, _coat, DataError, "is missing"),
+    ("empty", "", _yahoo, DataError, "is empty"),
+    ("blank-only", "\n\n", _coat, DataError, "is empty"),
+    ("truncated-row", _matrix(2, 4) + "0 0", _coat, DataError, "line 3: 2 fields, expected 4"),
+    ("wrong-shape-rows", _matrix(2, 4), _coat, DataError, "has 2 rows, expected 3"),
+    ("wrong-shape-cols", _matrix(3, 5), _coat, DataError, "line 1: 5 fields, expected 4"),
+    ("non-numeric-matrix", _matrix(2, 4) + "0 x 0 0\r\n", _coat, DataError,
+     "line 3: field 'x' is not an integer"),
+    ("rating-6-matrix", _matrix(1, 4) + "0 0 6 0\n" + _matrix(1, 4), _coat, DataError,
      "line 2, column 3: rating 6 outside 1..5"),
-    ("negative-matrix", _matrix(1, 4) + "0 0 -1 0\n" + _matrix(1, 4), _coat, "rating -1 outside"),
-    ("truncated-triple", "1\t1\t5\n2\t2\n", _yahoo, "line 2: 2 fields, expected 3"),
-    ("wrong-column-count", "1\t1\t5\n", _ml, "line 1: 3 fields, expected 4"),
-    ("non-numeric-triple", "1\t1\t5\n1\tabc\t3\n", _yahoo, "line 2: field 'abc' is not an integer"),
-    ("float-rating", "1\t1\t4.5\n", _yahoo, "field '4.5' is not an integer"),
-    ("rating-0", "1\t1\t5\n2\t1\t0\n", _yahoo, "line 2: rating 0 outside 1..5"),
-    ("rating-7", "1\t1\t7\t881250949\n", _ml, "line 1: rating 7 outside 1..5"),
-    ("user-id-0", "0\t1\t5\n", _yahoo, "line 1: user id 0 is below 1"),
-    ("duplicate", "1\t1\t5\n2\t3\t1\n1\t1\t4\n", _yahoo,
+    ("negative-matrix", _matrix(1, 4) + "0 0 -1 0\n" + _matrix(1, 4), _coat, DataError,
+     "rating -1 outside"),
+    ("truncated-triple", "1\t1\t5\n2\t2\n", _yahoo, DataError, "line 2: 2 fields, expected 3"),
+    ("wrong-column-count", "1\t1\t5\n", _ml, DataError, "line 1: 3 fields, expected 4"),
+    ("non-numeric-triple", "1\t1\t5\n1\tabc\t3\n", _yahoo, DataError,
+     "line 2: field 'abc' is not an integer"),
+    ("float-rating", "1\t1\t4.5\n", _yahoo, DataError, "field '4.5' is not an integer"),
+    ("rating-0", "1\t1\t5\n2\t1\t0\n", _yahoo, DataError, "line 2: rating 0 outside 1..5"),
+    ("rating-7", "1\t1\t7\t881250949\n", _ml, DataError, "line 1: rating 7 outside 1..5"),
+    ("user-id-0", "0\t1\t5\n", _yahoo, DataError, "line 1: user id 0 is below 1"),
+    ("duplicate", "1\t1\t5\n2\t3\t1\n1\t1\t4\n", _yahoo, DataError,
      "line 3: duplicate (user 1, item 1) pair, first on line 1"),
-    ("huge-number", "1\t99999999999999999999999\t5\n", _yahoo, "out of range"),
+    ("huge-number", "1\t99999999999999999999999\t5\n", _yahoo, DataError, "out of range"),
 ]
 
 
-@pytest.mark.parametrize("content, parser, fragment",
+@pytest.mark.parametrize("content, parser, exc, fragment",
                          [b[1:] for b in BAD_FILES], ids=[b[0] for b in BAD_FILES])
-def test_bad_files_raise_one_line_data_errors(tmp_path, content, parser, fragment):
+def test_bad_files_raise_one_line_data_errors(tmp_path, content, parser, exc, fragment):
     path = tmp_path / "file.txt"
     if content is not None:
         path.write_text(content)
-    with pytest.raises(DataError, match=fragment.replace("(", r"\(").replace(")", r"\)")) as info:
+    with pytest.raises(exc, match=re.escape(fragment)) as info:
         parser(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
 
@@ -213,7 +221,8 @@ def _install_tiny_yahoo(monkeypatch, data_dir, train: bytes, test: bytes) -> Non
 
 
 def test_yahoo_format(data_dir, monkeypatch):
-    _install_tiny_yahoo(monkeypatch, data_dir, b"1\t1\t5\n3\t2\t1\n2\t4\t3\n", b"1\t2\t2\n2\t1\t1\n")
+    train, test = b"1\t1\t5\n3\t2\t1\n2\t4\t3\n", b"1\t2\t2\n2\t1\t1\n"
+    _install_tiny_yahoo(monkeypatch, data_dir, train, test)
     data = preprocess("yahoo", quiet=True)
     assert (data.num_users, data.num_items) == (3, 4)
     assert data.train.user.tolist() == [0, 2, 1] and data.train.item.tolist() == [0, 1, 3]

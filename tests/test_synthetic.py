@@ -19,7 +19,8 @@ def test_sizes_and_ranges(small):
         assert part.user.min() >= 0 and part.user.max() < 200
         assert part.item.min() >= 0 and part.item.max() < 150
         assert set(np.unique(part.rating)) <= {1, 2, 3, 4, 5}
-        assert (part.user.dtype, part.item.dtype, part.rating.dtype) == (np.int32, np.int32, np.int8)
+        dtypes = (part.user.dtype, part.item.dtype, part.rating.dtype)
+        assert dtypes == (np.int32, np.int32, np.int8)
     assert small.full_ratings.shape == (200, 150) and small.full_ratings.dtype == np.int8
     assert small.propensity.shape == (200, 150)
     assert small.propensity.min() > 0 and small.propensity.max() <= 1
