@@ -93,3 +93,82 @@ def preprocess(name: str, fmt: str, quiet: bool) -> None:
 
     rows = stats_rows([data_stats(d) for d in preprocess_many(name, quiet=quiet)])
     click.echo(render(rows, fmt))
+
+
+def _table_datasets(values: tuple[str, ...]) -> list[str] | None:
+    """``--dataset`` values of report/check (yahoo, coat, all); ``None`` when none were given."""
+    from atrec.names import TABLE_DATASETS, expand
+
+    return expand(values, TABLE_DATASETS, "dataset") or None
+
+
+def _echo_notes(notes, prefix: str = "note") -> None:
+    for note in notes:
+        click.echo(f"{prefix}: {note}", err=True)
+
+
+@main.command("report")
+@click.option("--dataset", "datasets", multiple=True,
+              help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format of every table.")
+@click.option("--std", is_flag=True, help="Add the seed-to-seed sd to each cell (0.873 ± 0.004).")
+@click.option("--ndcg", type=click.Choice(("paper", "standard", "both")), default="paper",
+              show_default=True, help="nDCG@3 variant: the paper's formula, the standard one, or both.")
+@click.option("--compare", type=click.Choice(("paper",)), default=None,
+              help="Show the published value and the difference beside each cell.")
+@click.option("--stats", is_flag=True, help="Add the data statistics table.")
+@click.option("--claims/--no-claims", default=True, show_default=True,
+              help="Evaluate the paper's claims on these results.")
+@click.option("--significance/--no-significance", default=True, show_default=True,
+              help="Paired t and Wilcoxon tests of w/ vs w/o AT, Holm-corrected.")
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="Write figures 1, 3 and 4 (PNG and PDF) under <results>/figures.")
+@click.option("--params", default="published", show_default=True,
+              help="Parameter set of the results: published, tuned, or a parameter FILE.")
+@click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@friendly_errors
+def report_command(datasets, fmt, std, ndcg, compare, stats, claims, significance, figures,
+                   params, expected_seeds) -> None:
+    """Print Table 1 of the paper from your results, with tests, statistics and claims.
+
+    Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
+    paths of the figures written go to standard error.
+    """
+    from atrec.report import report
+
+    out = report(datasets=_table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg, compare=compare,
+                 stats=stats, claims=claims, significance=significance, figures=figures,
+                 params=params, expected_seeds=expected_seeds)
+    click.echo(out.text)
+    _echo_notes(out.notices)
+    _echo_notes(out.figures, prefix="wrote")
+
+
+@main.command("check")
+@click.option("--dataset", "datasets", multiple=True,
+              help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format of the pass/fail tables.")
+@click.option("--params", default="published", show_default=True,
+              help="Parameter set of the results: published, tuned, or a parameter FILE.")
+@click.option("--allow-missing", is_flag=True,
+              help="Cells and claims without results do not fail the check.")
+@click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@friendly_errors
+def check_command(datasets, fmt, params, allow_missing, expected_seeds) -> None:
+    """Regression gate: compare your results with the published Table 1 and the paper's claims.
+
+    Exit code 0 only when every selected cell is within tolerance and every gating claim holds;
+    4 otherwise (tolerances and gating claims: see 'atrec.check').
+    """
+    from atrec.check import check, render_check
+
+    result = check(None, _table_datasets(datasets), params, allow_missing=allow_missing,
+                   expected_seeds=expected_seeds)
+    click.echo(render_check(result, fmt))
+    _echo_notes(result.notices)
+    if not result.passed:
+        sys.exit(result.exit_code)
