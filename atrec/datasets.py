@@ -223,25 +223,26 @@ def read_bytes(path: Path) -> bytes:
         raise DataError(f"cannot read {path} ({exc.strerror}): check its permissions") from None
 
 
-def verify_file(path: Path, spec: FileSpec) -> str:
+def verify_file(path: Path, spec: FileSpec, label: str | None = None) -> str:
     """Check ``path`` against ``spec``; return the SHA-256 of its bytes as they are.
 
     Passes when the bytes match the official digest, or when they match it once CRLF line
     endings are replaced by LF. Raises :class:`DataError` otherwise (or when ``spec.rows`` is
-    set and the line count differs).
+    set and the line count differs), naming the file as ``label`` (default: its path).
     """
     data = read_bytes(path)
+    label = label or str(path)
     if spec.rows is not None:
         rows = sum(1 for line in data.splitlines() if line.strip())
         if rows != spec.rows:
             raise DataError(
-                f"{path} has {rows:,} rows, expected {spec.rows:,}: it is truncated or not the "
+                f"{label} has {rows:,} rows, expected {spec.rows:,}: it is truncated or not the "
                 f"official {spec.name}; use the original file"
             )
     digest = sha256_hex(data)
     if digest != spec.sha256 and sha256_hex(data.replace(b"\r\n", b"\n")) != spec.canonical_sha256:
         raise DataError(
-            f"{path} fails its checksum (sha256 {digest[:16]}..., expected {spec.sha256[:16]}...):"
+            f"{label} fails its checksum (sha256 {digest[:16]}..., expected {spec.sha256[:16]}...):"
             f" it is corrupt or another version of {spec.name}; use the official file"
         )
     return digest
@@ -314,7 +315,7 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
             origin = str(source)
             _stage_from_source(spec, Path(source), staging)
         for f in spec.files:
-            verify_file(staging / f.name, f)
+            verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
         _install(staging, raw)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -244,6 +244,9 @@ def load_processed(name: str) -> RatingData:
         counts = manifest["counts"]
     except (ValueError, KeyError, TypeError):
         raise DataError(f"{out / MANIFEST} is corrupt: {redo}") from None
+    if manifest.get("schema") != MANIFEST_SCHEMA:
+        raise DataError(f"the processed {name} data was written in another format "
+                        f"(schema {manifest.get('schema')!r}): {redo}")
     for f in spec.files:
         path = raw_dir(name) / f.name
         if path.is_file() and sha256_hex(path.read_bytes()) != recorded.get(f.name):

@@ -225,7 +225,7 @@ def _src_unwritable_data_folder(tmp_path, coat_bytes, monkeypatch):
 BAD_SOURCES = [
     (_src_missing, DataError, "does not exist"),
     (_src_truncated, DataError, "has 2 rows, expected 290"),
-    (_src_wrong_checksum, DataError, "fails its checksum"),
+    (_src_wrong_checksum, DataError, r"test\.ascii from \S*coat\.zip fails its checksum"),
     (_src_missing_member, DataError, "has no test.ascii"),
     (_src_single_file, DataError, "is a single file"),
     (_src_dotdot, DataError, "climbing out with '..'"),

@@ -121,6 +121,10 @@ def test_missing_and_corrupt_stores(data_dir):
     with pytest.raises(DataError, match="manifest.json is corrupt"):
         load_processed("coat")
     preprocess("coat")
+    manifest.write_text(manifest.read_text().replace('"schema": 1', '"schema": 99'))
+    with pytest.raises(DataError, match="another format .*run 'atrec preprocess coat'"):
+        load_processed("coat")
+    preprocess("coat")
     store = processed_dir("coat") / "ratings.npz"
     store.write_bytes(store.read_bytes()[:-100])
     with pytest.raises(DataError, match="does not match its manifest"):
