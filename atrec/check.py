@@ -32,16 +32,29 @@ cell can flip its sign; gating on it would contradict the cell tolerance.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from atrec.errors import AtrecError
 from atrec.names import PROPENSITIES, PROPENSITY_LABELS, TABLE_DATASETS
 from atrec.params import PUBLISHED
-from atrec.report import (DATASET_LABELS, HOLDS, METRIC_LABELS, MISSING, PAPER_METRICS, Claim,
-                          evaluate_claims, json_safe, no_results_error, only_table_datasets, paper_table,
-                          signed, train_hint)
+from atrec.report import (
+    DATASET_LABELS,
+    HOLDS,
+    METRIC_LABELS,
+    MISSING,
+    PAPER_METRICS,
+    Claim,
+    evaluate_claims,
+    json_safe,
+    no_results_error,
+    only_table_datasets,
+    paper_table,
+    signed,
+    train_hint,
+)
 from atrec.summary import EXPECTED_SEEDS, Cell, load_summary
 from atrec.tables import FORMATS, render
 
@@ -70,7 +83,7 @@ class Tolerance:
     def allowed(self, paper: float, cell: Cell, with_at: bool) -> float:
         floor = (self.relative_at if with_at else self.relative) * abs(paper)
         se = cell.se
-        return max(floor, self.k_se * se) if se == se else floor  # se is NaN with one seed
+        return floor if math.isnan(se) else max(floor, self.k_se * se)  # NaN with one seed
 
 
 DEFAULT_TOLERANCES: dict[str, Tolerance] = {
@@ -157,7 +170,8 @@ def _check_cell(dataset: str, propensity: str, with_at: bool, metric: str, paper
         return CellCheck(dataset, propensity, with_at, metric, paper, None, 0, None, status)
     allowed = tolerance.allowed(paper, cell, with_at)
     status = PASS if abs(cell.mean - paper) <= allowed else FAIL
-    return CellCheck(dataset, propensity, with_at, metric, paper, cell.mean, cell.n, allowed, status)
+    return CellCheck(dataset, propensity, with_at, metric, paper, cell.mean, cell.n, allowed,
+                     status)
 
 
 def check(records_root: Path | None = None, datasets: Sequence[str] | None = None,

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -55,6 +55,7 @@ def figure1(stats: Sequence[dict]) -> Figure:
     if not stats:
         raise ValueError("figure1 needs the statistics of at least one dataset")
     fig, axes = _new_figure(len(stats), ncols=len(stats))
+    fig.suptitle("Figure 1: rating distributions, train (MNAR) vs test (MCAR)")
     ratings = np.arange(1, 6)
     for ax, st in zip(axes, stats):
         ax.bar(ratings - 0.2, st["train_shares"], width=0.4, label="train (MNAR)")
@@ -77,11 +78,15 @@ def _band(ax, series: np.ndarray, label: str) -> None:
     ax.fill_between(steps, mean - sd, mean + sd, alpha=0.25)
 
 
-def _trace_figure(summary: Summary, series: Sequence[tuple[str, str]], ylabel: str) -> Figure | None:
-    traces = [t for t in summary.ordered_traces() if all(k == "a+b" or k in t.values for k, _ in series)]
+def _trace_figure(summary: Summary, series: Sequence[tuple[str, str]], ylabel: str,
+                  title: str) -> Figure | None:
+    needed = {"pseudo_loss", "discrepancy"} if any(k == "a+b" for k, _ in series) else set()
+    needed |= {k for k, _ in series if k != "a+b"}
+    traces = [t for t in summary.ordered_traces() if needed <= set(t.values)]
     if not traces:
         return None
     fig, axes = _new_figure(len(traces), ncols=3)
+    fig.suptitle(f"{title} (mean and sd band over seeds)")
     for ax, trace in zip(axes, traces):
         for key, label in series:
             _band(ax, trace.series(key), label)
@@ -95,18 +100,20 @@ def _trace_figure(summary: Summary, series: Sequence[tuple[str, str]], ylabel: s
 
 
 def figure3(summary: Summary) -> Figure | None:
-    """(a) pseudo-label loss, (b) discrepancy and (a)+(b) per AT configuration; ``None`` if no traces.
+    """(a) pseudo-label loss, (b) discrepancy, (a)+(b) per AT configuration (``None``: no traces).
 
     One panel per (dataset, propensity) with AT traces; lines are means over seeds, bands +/- sd.
     """
     return _trace_figure(summary, [("pseudo_loss", "(a) loss on pseudo-labels"),
                                    ("discrepancy", "(b) discrepancy |A1 - A2|"),
-                                   ("a+b", "(a) + (b)")], "value")
+                                   ("a+b", "(a) + (b)")], "value",
+                         "Figure 3: pseudo-labelling losses of asymmetric tri-training")
 
 
 def figure4(summary: Summary) -> Figure | None:
-    """A3's test MSE over the pseudo-labelling steps, per AT configuration; ``None`` if no traces."""
-    return _trace_figure(summary, [("test_mse", "test MSE of A3")], "test MSE")
+    """A3's test MSE over the pseudo-labelling steps per AT configuration (``None``: no traces)."""
+    return _trace_figure(summary, [("test_mse", "test MSE of A3")], "test MSE",
+                         "Figure 4: test MSE of A3 over pseudo-labelling")
 
 
 def save_figure(fig: Figure, name: str, out_dir: Path | None = None) -> list[Path]:

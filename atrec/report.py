@@ -15,13 +15,12 @@ Everything is computed from a :class:`atrec.summary.Summary` of the user's resul
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -141,9 +140,9 @@ def _at_improves_everywhere(summary: Summary, key: int, statement: str, dataset:
         return _missing_claim(key, statement, (dataset,), missing, summary)
     parts, ok = [], True
     for metric in metrics:
-        without, with_at = _means(summary, dataset, metric, False), _means(summary, dataset, metric, True)
-        better = {p: (with_at[p] < without[p]) if LOWER_IS_BETTER[metric] else (with_at[p] > without[p])
-                  for p in PROPENSITIES}
+        without = _means(summary, dataset, metric, False)
+        with_at = _means(summary, dataset, metric, True)
+        better = {p: _better(metric, without[p], with_at[p])[1] for p in PROPENSITIES}
         ok = ok and all(better.values())
         d = DIGITS[metric]
         cells = ", ".join(f"{PROPENSITY_LABELS[p]} {without[p]:.{d}f}->{with_at[p]:.{d}f}"
@@ -303,7 +302,8 @@ def table1_rows(summary: Summary, fmt: str = "table", std: bool = False, ndcg: s
     if fmt not in FORMATS:
         raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
     if compare not in (None, *COMPARE_CHOICES):
-        raise AtrecError(f"unknown comparison '{compare}': choose from {', '.join(COMPARE_CHOICES)}")
+        raise AtrecError(f"unknown comparison '{compare}': choose from "
+                         f"{', '.join(COMPARE_CHOICES)}")
     metrics = ("mae", "mse", *_ndcg_metrics(ndcg))
     published = paper_table() if compare else {}
     rows, columns = [], []
@@ -477,7 +477,7 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
     if stats and data_stats:
         st_rows = _stats_rows(data_stats)
         sections["Data statistics"] = (st_rows, list(st_rows[0]) if st_rows else [],
-                                       {"floatfmt": ".4g"})
+                                       {})
     claim_list = evaluate_claims(summary) if claims else []
     paths: list[Path] = []
     if figures:

@@ -18,9 +18,9 @@ The records come from :func:`atrec.results.iter_records`; their format is descri
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 from scipy import stats

@@ -107,9 +107,9 @@ def test_no_results_is_an_error_with_exit_code_4(tmp_path):
         check(tmp_path, ["ml-100k"])
 
 
-@pytest.mark.parametrize("kwargs", [dict(relative=-0.01, relative_at=0.02),
-                                    dict(relative=0.01, relative_at=float("nan")),
-                                    dict(relative=0.01, relative_at=0.02, k_se=-1)])
+@pytest.mark.parametrize("kwargs", [{"relative": -0.01, "relative_at": 0.02},
+                                    {"relative": 0.01, "relative_at": float("nan")},
+                                    {"relative": 0.01, "relative_at": 0.02, "k_se": -1}])
 def test_tolerance_validation(kwargs):
     with pytest.raises(ValueError, match="must be >= 0"):
         Tolerance(**kwargs)

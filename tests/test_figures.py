@@ -51,7 +51,7 @@ def test_figure3_and_4_have_one_panel_per_at_configuration(summary, coat_only):
 def test_figure3_plots_the_mean_over_seeds(coat_only):
     ax = figure3(coat_only).axes[0]
     a_plus_b = ax.get_lines()[2].get_ydata()
-    # mean over seeds of (pseudo_loss + discrepancy): offsets average to 0 -> 1.2 at step 1, 0.6 at 100
+    # mean over seeds of pseudo_loss + discrepancy (offsets average to 0): 1.2 at step 1, 0.6 at 100
     assert a_plus_b[0] == pytest.approx(1.2) and a_plus_b[-1] == pytest.approx(0.6)
 
 

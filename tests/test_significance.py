@@ -14,6 +14,11 @@ def table(tmp_path_factory):
     return significance_table(load_summary(root, expected_seeds=5))
 
 
+def _find(table, dataset, propensity, metric):
+    return next(t for t in table if (t.dataset, t.propensity, t.metric) == (dataset, propensity,
+                                                                            metric))
+
+
 def test_holm_hand_example():
     # sorted: 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04 -> 0.06)
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
@@ -33,7 +38,7 @@ def test_holm_rejects_bad_p_values(bad):
 
 
 def test_paired_t_and_wilcoxon_golden(table):
-    row = next(t for t in table if (t.dataset, t.propensity, t.metric) == ("yahoo", "uniform", "mae"))
+    row = _find(table, "yahoo", "uniform", "mae")
     # differences: -0.152 + (0.03, -0.01, 0.02, -0.02, -0.02); their sd is sqrt(0.0022 / 4)
     t_hand = -0.152 / (math.sqrt(0.0022 / 4) / math.sqrt(5))
     assert row.n == 5 and row.mean_diff == pytest.approx(-0.152)
@@ -45,7 +50,7 @@ def test_paired_t_and_wilcoxon_golden(table):
 
 
 def test_wilcoxon_statistic_with_ties(table):
-    row = next(t for t in table if (t.dataset, t.propensity, t.metric) == ("coat", "item", "mse"))
+    row = _find(table, "coat", "item", "mse")
     # d = (0.028, -0.012, 0.018, -0.022, -0.022): ranks 5, 1, 2, 3.5, 3.5 -> R+ = 7, R- = 8
     assert row.w_stat == pytest.approx(7.0)
     assert row.at_better is True  # MSE 1.117 -> 1.115
@@ -60,7 +65,8 @@ def test_holm_runs_over_the_whole_table(table):
 
 
 def _records(values_without, values_with, metric="mae", propensity="item"):
-    out = [make_record("coat", propensity, False, s, {metric: v}) for s, v in values_without.items()]
+    out = [make_record("coat", propensity, False, s, {metric: v})
+           for s, v in values_without.items()]
     out += [make_record("coat", propensity, True, s, {metric: v}) for s, v in values_with.items()]
     return out
 
@@ -79,7 +85,8 @@ def test_all_zero_differences_do_not_crash_and_are_not_significant():
 
 
 def test_only_shared_seeds_are_paired_and_one_seed_is_not_tested():
-    test = paired_test("coat", "item", "ndcg3_paper", {0: 0.2, 1: 0.3, 2: 0.4}, {1: 0.35, 2: 0.5, 3: 0.9})
+    test = paired_test("coat", "item", "ndcg3_paper", {0: 0.2, 1: 0.3, 2: 0.4},
+                       {1: 0.35, 2: 0.5, 3: 0.9})
     assert test.n == 2 and test.mean_diff == pytest.approx(0.075) and test.at_better is True
     one = paired_test("coat", "item", "mae", {0: 0.2}, {0: 0.1})
     assert one.n == 1 and math.isnan(one.t_p) and math.isnan(one.w_p)
@@ -87,7 +94,7 @@ def test_only_shared_seeds_are_paired_and_one_seed_is_not_tested():
 
 
 def test_markers_in_rows(table):
-    row = next(t for t in table if (t.dataset, t.propensity, t.metric) == ("yahoo", "item", "mse"))
+    row = _find(table, "yahoo", "item", "mse")
     assert row.t_significant
     assert row.as_row()["sig (t)"] == "*" and row.as_row()["sig (Wilcoxon)"] == ""
     machine = row.as_row(machine=True)
