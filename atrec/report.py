@@ -463,6 +463,8 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
     if not summary.has_results():
         raise no_results_error(summary, root, exit_code=3)
     notices = list(summary.warnings)
+    notices += [f"no results for {DATASET_LABELS[d]}: run {train_hint(d)}"
+                for d in summary.datasets if not summary.has_results(d)]
     sections: dict[str, tuple[list[dict], list[str], dict]] = {}  # title -> rows, columns, options
     rows, columns = table1_rows(summary, fmt, std, ndcg, compare)
     sections["Table 1"] = (rows, columns, {"numparse": False})

@@ -194,12 +194,18 @@ def _describe(record: dict) -> str:
 
 
 def _check_record(record: dict) -> None:
+    if not isinstance(record, dict):
+        raise AtrecError("a result record is not a JSON object: delete the files under "
+                         "<results>/runs that atrec did not write, or rerun 'atrec train'")
     for key in ("dataset", "propensity", "with_at", "seed", "params_source", "metrics"):
         if key not in record:
             raise AtrecError(
                 f"result record of {_describe(record)} lacks {key!r}: delete it and rerun "
                 f"'atrec train' to recompute it"
             )
+    if not isinstance(record["metrics"], dict):
+        raise AtrecError(f"result record of {_describe(record)} has malformed 'metrics': delete "
+                         f"it and rerun 'atrec train' to recompute it")
 
 
 def summarize(records: Iterable[dict], params: str = PUBLISHED,

@@ -102,6 +102,14 @@ def test_std_compare_and_missing_cells(coat_gaps):
     assert [r["data"] for r in rows] == ["Coat"] * 6
 
 
+def test_selected_dataset_without_results_is_dashes_and_a_notice(coat_gaps):
+    out = report(datasets=["yahoo", "coat"], root=coat_gaps, figures=False, claims=False,
+                 significance=False, fmt="csv", expected_seeds=5)
+    lines = out.text.splitlines()
+    assert lines[2] == "Yahoo! R3,uniform,-,-,-,-,-,-"
+    assert out.notices == ("no results for Yahoo! R3: run atrec train --dataset yahoo",)
+
+
 def test_ndcg_variants_are_labelled(summary):
     _, columns = table1_rows(summary, "table", ndcg="standard")
     assert columns[-2:] == ["nDCG@3 (standard) w/o AT", "nDCG@3 (standard) w/ AT"]

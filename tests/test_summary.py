@@ -95,11 +95,23 @@ def test_non_finite_metric_is_left_out_with_a_warning():
     assert any("mae is nan" in w for w in s.warnings)
 
 
-def test_record_without_metrics_is_a_one_line_error():
+def test_malformed_records_are_one_line_errors():
     record = make_record("coat", "item", False, 0, {"mae": 1.0})
     del record["metrics"]
-    with pytest.raises(AtrecError, match="lacks 'metrics'.*rerun"):
+    with pytest.raises(AtrecError, match="coat/item seed 0 lacks 'metrics'.*rerun"):
         summarize([record])
+    with pytest.raises(AtrecError, match="malformed 'metrics'"):
+        summarize([make_record("coat", "item", False, 0, [1.0])])
+    with pytest.raises(AtrecError, match="not a JSON object"):
+        summarize([[1, 2]])
+
+
+def test_corrupt_record_file_is_reported_by_load_summary(tmp_path):
+    path = tmp_path / "runs" / "coat" / "item" / "published" / "seed-00.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{half a record")
+    with pytest.raises(AtrecError, match="seed-00.json is corrupt: delete it and rerun"):
+        load_summary(tmp_path)
 
 
 def test_resolve_params_label_matches_the_training_label(tmp_path):
