@@ -381,6 +381,9 @@ def _format_sig_rows(tests: list, fmt: str) -> list[dict]:
     if fmt == "json":
         return rows
     for row in rows:
+        row["dataset"] = DATASET_LABELS.get(row["dataset"], row["dataset"])
+        row["propensity"] = PROPENSITY_LABELS.get(row["propensity"], row["propensity"])
+        row["metric"] = METRIC_LABELS.get(row["metric"], row["metric"])  # no "_" for LaTeX
         for key, value in row.items():
             if value is None or (isinstance(value, float) and not math.isfinite(value)):
                 row[key] = "-"

@@ -223,3 +223,10 @@ def test_cli_report(root, tmp_path, monkeypatch):
 
     result = runner.invoke(main, ["report", "--dataset", "ml-100k"])
     assert result.exit_code == 2 and "unknown dataset 'ml-100k'" in result.output
+
+
+def test_latex_report_has_no_unescaped_underscores(root):
+    text = report(root=root, fmt="latex", ndcg="both", std=True, expected_seeds=5,
+                  figures=False).text
+    assert "_" not in text and "±" not in text
+    assert "\\textbf{0.832} $\\pm$ 0.016" in text and "\\begin{itemize}" in text
