@@ -49,13 +49,12 @@ from atrec.report import (
     Claim,
     evaluate_claims,
     json_safe,
-    no_results_error,
-    only_table_datasets,
     paper_table,
     signed,
+    table_summary,
     train_hint,
 )
-from atrec.summary import EXPECTED_SEEDS, Cell, load_summary
+from atrec.summary import EXPECTED_SEEDS, Cell
 from atrec.tables import FORMATS, render
 
 EXIT_FAILED = 4
@@ -186,18 +185,10 @@ def check(records_root: Path | None = None, datasets: Sequence[str] | None = Non
     A cell without results fails with the command that produces it, unless ``allow_missing``.
     Raises :class:`AtrecError` (exit code 4) when there are no results at all.
     """
-    if datasets is not None:
-        unknown = [d for d in datasets if d not in TABLE_DATASETS]
-        if unknown:
-            raise AtrecError(f"unknown dataset '{unknown[0]}' for the check: choose from "
-                             f"{', '.join(TABLE_DATASETS)}")
     tol = dict(DEFAULT_TOLERANCES)
     tol.update(tolerances or {})
-    summary = load_summary(records_root, datasets or None, params_label, expected_seeds)
-    if not datasets:
-        summary = only_table_datasets(summary)
-    if not summary.has_results():
-        raise no_results_error(summary, records_root, exit_code=EXIT_FAILED)
+    summary = table_summary(records_root, datasets, params_label, expected_seeds,
+                            exit_code=EXIT_FAILED)
     published = paper_table()
     cells = tuple(
         _check_cell(d, p, at, m, published[(d, p, at)][m], summary.cell(d, p, at, m), tol[m],

@@ -455,16 +455,7 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
     if fmt not in FORMATS:
         raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
     _ndcg_metrics(ndcg)
-    if datasets is not None:
-        unknown = [d for d in datasets if d not in TABLE_DATASETS]
-        if unknown:
-            raise AtrecError(f"unknown dataset '{unknown[0]}' for the report: choose from "
-                             f"{', '.join(TABLE_DATASETS)}")
-    summary = load_summary(root, datasets or None, params, expected_seeds)
-    if datasets is None:
-        summary = only_table_datasets(summary)
-    if not summary.has_results():
-        raise no_results_error(summary, root, exit_code=3)
+    summary = table_summary(root, datasets, params, expected_seeds, exit_code=3)
     notices = list(summary.warnings)
     notices += [f"no results for {DATASET_LABELS[d]}: run {train_hint(d)}"
                 for d in summary.datasets if not summary.has_results(d)]
@@ -494,9 +485,26 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
     return ReportOutput(text=text, figures=tuple(paths), notices=tuple(notices))
 
 
-def only_table_datasets(summary: Summary) -> Summary:
-    """``summary`` restricted to the datasets of Table 1 (drops e.g. ML-100K)."""
-    return replace(summary, datasets=tuple(d for d in summary.datasets if d in TABLE_DATASETS))
+def table_summary(root: Path | None, datasets: Sequence[str] | None, params: str,
+                  expected_seeds: int, exit_code: int) -> Summary:
+    """The summary of the Table 1 datasets ``datasets`` (default: those with results).
+
+    Only the folders of Table 1 datasets are read (the ML-100K experiment keeps its own
+    records). Raises :class:`AtrecError` for an unknown dataset, and with ``exit_code`` when no
+    selected dataset has results of this parameter set.
+    """
+    if datasets:
+        unknown = [d for d in datasets if d not in TABLE_DATASETS]
+        if unknown:
+            raise AtrecError(f"unknown dataset '{unknown[0]}': choose from "
+                             f"{', '.join(TABLE_DATASETS)} or 'all'")
+    summary = load_summary(root, datasets or TABLE_DATASETS, params, expected_seeds)
+    if not datasets:
+        summary = replace(summary, datasets=tuple(d for d in summary.datasets
+                                                  if summary.has_results(d)))
+    if not summary.has_results():
+        raise no_results_error(summary, root, exit_code=exit_code)
+    return summary
 
 
 def _assemble(sections: dict, claims: list[Claim] | None, summary: Summary, fmt: str) -> str:

@@ -230,3 +230,13 @@ def test_latex_report_has_no_unescaped_underscores(root):
                   figures=False).text
     assert "_" not in text and "±" not in text
     assert "\\textbf{0.832} $\\pm$ 0.016" in text and "\\begin{itemize}" in text
+
+
+def test_records_of_other_experiments_are_not_read(tmp_path):
+    root = write_records(tmp_path, datasets=("coat",))
+    other = tmp_path / "runs" / "ml-100k" / "item-at" / "published" / "seed-00.json"
+    other.parent.mkdir(parents=True)
+    other.write_text('{"dataset": "ml-100k", "min_items": 5}')  # another experiment's layout
+    out = report(root=root, fmt="json", figures=False, expected_seeds=5)
+    doc = json.loads(out.text)
+    assert doc["datasets"] == ["coat"] and "falls in 6 of 6" in doc["claims"][4]["evidence"]
