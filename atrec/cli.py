@@ -172,3 +172,107 @@ def check_command(datasets, fmt, params, allow_missing, expected_seeds) -> None:
     _echo_notes(result.notices)
     if not result.passed:
         sys.exit(result.exit_code)
+
+
+# --- train / run ---------------------------------------------------------------------------
+
+def _selection_options(func):
+    """The options shared by ``train``, ``run`` and ``tune``: what to train and how."""
+    options = [
+        click.option("--dataset", "datasets", multiple=True, default=("coat",), show_default=True,
+                     help="coat, yahoo or all; repeat or comma-separate for several."),
+        click.option("--propensity", "propensities", multiple=True, default=("all",),
+                     show_default=True,
+                     help="uniform, user, item, user-item, nb-uniform, nb-true or all."),
+        click.option("--with-at", "with_at", is_flag=True,
+                     help="Train MF-IPS with asymmetric tri-training."),
+        click.option("--without-at", "without_at", is_flag=True,
+                     help="Train plain MF-IPS. Give both flags (or neither) for both."),
+        click.option("--params", default="published", show_default=True,
+                     help="published (the authors' tuned values), tuned (from 'atrec tune'), "
+                          "or a YAML parameter file."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _train_request(datasets, propensities, with_at, without_at, seeds, params, force, batch_seed,
+                   loss, download):
+    from atrec.experiment import TrainRequest, parse_seeds
+    from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
+
+    at_options = [False, True] if with_at == without_at else [with_at]
+    return TrainRequest(
+        datasets=expand(datasets, TABLE_DATASETS, "dataset"),
+        propensities=expand(propensities, PROPENSITIES, "propensity"),
+        at_options=at_options, seeds=parse_seeds(seeds), params=params, force=force,
+        batch_seed=None if batch_seed == "per-seed" else 12345, loss=loss, download=download)
+
+
+def _train_and_print(request, fmt: str, quiet: bool) -> None:
+    from atrec.experiment import outcome_rows, train
+    from atrec.tables import render
+
+    def progress(outcome):
+        if not quiet:
+            s = outcome.spec
+            click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
+                       f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
+
+    outcomes = train(request, progress=progress)
+    click.echo(render(outcome_rows(outcomes), fmt))
+
+
+_run_options = [
+    click.option("--seeds", default="20", show_default=True,
+                 help="How many seeds (20 = seeds 0..19), a range (0-4) or a list (1,3,5)."),
+    click.option("--force", is_flag=True, help="Recompute seeds that already have a record."),
+    click.option("--batch-seed", type=click.Choice(["fixed", "per-seed"]), default="fixed",
+                 show_default=True,
+                 help="fixed: the authors' batch sampler reset to seed 12345 in every run; "
+                      "per-seed: each seed its own batch stream."),
+    click.option("--loss", type=click.Choice(["snips", "ips"]), default="snips", show_default=True,
+                 help="snips: the authors' self-normalised IPS mean; ips: the paper's Eq. 3."),
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("--quiet", "-q", is_flag=True, help="No progress lines."),
+]
+
+
+def _run_opts(func):
+    for option in reversed(_run_options):
+        func = option(func)
+    return func
+
+
+@main.command("train")
+@_selection_options
+@_run_opts
+@friendly_errors
+def train_command(datasets, propensities, with_at, without_at, params, seeds, force, batch_seed,
+                  loss, fmt, quiet) -> None:
+    """Train configurations over seeds and save one result record per run under results/.
+
+    Needs the preprocessed data (atrec download/preprocess). Seeds that already have a record
+    are skipped (resume); --force recomputes. Example:
+    atrec train --dataset coat --propensity item --without-at --seeds 20
+    """
+    request = _train_request(datasets, propensities, with_at, without_at, seeds, params, force,
+                             batch_seed, loss, download=False)
+    _train_and_print(request, fmt, quiet)
+
+
+@main.command("run")
+@_selection_options
+@_run_opts
+@friendly_errors
+def run_command(datasets, propensities, with_at, without_at, params, seeds, force, batch_seed,
+                loss, fmt, quiet) -> None:
+    """Download and preprocess if needed, train, and print the summary of the selection.
+
+    Local sources come from ATREC_COAT_SOURCE / ATREC_ML_100K_SOURCE / ATREC_YAHOO_SOURCE when
+    the data is not there yet. Example: atrec run --dataset coat --propensity item --with-at
+    """
+    request = _train_request(datasets, propensities, with_at, without_at, seeds, params, force,
+                             batch_seed, loss, download=True)
+    _train_and_print(request, fmt, quiet)
