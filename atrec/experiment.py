@@ -61,6 +61,10 @@ class RunSpec:
     seeds: tuple[int, ...]
     settings: object = None      # mf.TrainSettings (default: the protocol's)
     at_settings: object = None   # at.ATSettings (default: the protocol's)
+    # An estimator object (``estimate(split) -> PairPropensities``) used instead of the named
+    # one, and a block stored as ``record["experiment"]`` (the ML-100K variance experiment).
+    estimator: object = field(default=None, compare=False)
+    experiment: dict | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -77,9 +81,12 @@ class Inputs:
     test: dict
 
 
-def stack_inputs(data: RatingData, propensity: str, seeds: list[int]) -> Inputs:
-    """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``."""
-    estimator = get_estimator(propensity)
+def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None) -> Inputs:
+    """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``.
+
+    ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``.
+    """
+    estimator = get_estimator(propensity) if estimator is None else estimator
     splits = [make_split(data, s) for s in seeds]
     props = [estimator.estimate(sp) for sp in splits]
 
@@ -161,6 +168,8 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, 
                          "n_test": len(inputs.splits[k].test), "n_test_full": len(full)},
             "provenance": provenance(data.checksums, elapsed_s=elapsed / len(seeds)),
         }
+        if spec.experiment:
+            record["experiment"] = dict(spec.experiment)
         if spec.with_at:
             record["trace"] = {name: np.asarray(v)[:, k].tolist() for name, v in result.trace.items()}
         else:
@@ -208,7 +217,7 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
     for lo in range(0, len(todo), size):
         seeds = todo[lo:lo + size]
         start = time.perf_counter()
-        inputs = stack_inputs(data, spec.propensity, seeds)
+        inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator)
         result, settings = _fit(data, spec, seeds, inputs)
         elapsed = time.perf_counter() - start
         outcome.seconds += elapsed
@@ -273,6 +282,9 @@ def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome
 
     outcomes = []
     for dataset in request.datasets:
+        # resolve every parameter set first: a bad --params fails before any data is touched
+        chosen = {(p, a): get_params(request.params, dataset, p, a)
+                  for p in request.propensities for a in request.at_options}
         if request.download:
             data = ensure_data(dataset, quiet=True)
         else:
@@ -281,7 +293,7 @@ def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome
             data = load_data(dataset)
         for propensity in request.propensities:
             for with_at in request.at_options:
-                params, source = get_params(request.params, dataset, propensity, with_at)
+                params, source = chosen[(propensity, with_at)]
                 at_settings = None
                 if with_at:
                     from atrec import at
