@@ -1,0 +1,47 @@
+"""Shared fixtures: the real Coat copy (read-only, from ../shared/data) and small synthetic data."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from atrec.ratings import RatingData, Ratings
+
+SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
+              or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+@pytest.fixture(scope="session")
+def coat_data(tmp_path_factory) -> RatingData:
+    """Coat as atrec loads it, downloaded from the shared copy into a session folder."""
+    from atrec.datasets import download
+    from atrec.preprocess import preprocess
+
+    folder = tmp_path_factory.mktemp("coat-data")
+    old = os.environ.get("ATREC_DATA_DIR")
+    os.environ["ATREC_DATA_DIR"] = str(folder)
+    try:
+        download("coat", source=SHARED / "coat", quiet=True)
+        return preprocess("coat", quiet=True)
+    finally:
+        if old is None:
+            del os.environ["ATREC_DATA_DIR"]
+        else:
+            os.environ["ATREC_DATA_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_data() -> RatingData:
+    """A small synthetic MNAR data set (40 users x 30 items) with a fixed seed."""
+    rng = np.random.default_rng(5)
+    n_u, n_i = 40, 30
+    truth = np.clip(np.rint(3 + rng.normal(0, 1, (n_u, 3)) @ rng.normal(0, 0.6, (3, n_i))), 1, 5)
+    cells = rng.permutation(n_u * n_i)
+    train_cells, test_cells = cells[:400], cells[400:640]
+
+    def ratings(c):
+        u, i = np.divmod(c, n_i)
+        return Ratings.from_arrays(u, i, truth[u, i])
+
+    return RatingData("tiny", ratings(train_cells), ratings(test_cells), n_u, n_i, {})
