@@ -1,8 +1,8 @@
 """The paper's figures, drawn from result summaries and data statistics (matplotlib, Agg).
 
 * Figure 1 (:func:`figure1`): train vs test rating distributions per dataset, KL in the title.
-* Figure 2 (ML-100K variance experiment) is drawn by its own function, written with that
-  experiment; :func:`write_figures` is where it will be called from.
+* Figure 2 (:func:`figure2`): the ML-100K variance experiment, ratio with / without AT of MSE
+  and MAE, and both methods' MSE, against ``min_items`` (drawn by :mod:`atrec.variance`).
 * Figure 3 (:func:`figure3`): (a) A3's loss on the pseudo-labels, (b) the A1/A2 discrepancy and
   (a)+(b) over the pseudo-labelling steps, mean and sd band over seeds.
 * Figure 4 (:func:`figure4`): A3's test MSE over the same steps.
@@ -66,6 +66,54 @@ def figure1(stats: Sequence[dict]) -> Figure:
         ax.set_ylabel("share of ratings")
         ax.set_xticks(ratings)
         ax.legend()
+    return fig
+
+
+def figure2(points: Sequence, params: str = "") -> Figure:
+    """Paper Figure 2: relative accuracy of MF-IPS with / without AT against ``min_items``.
+
+    ``points`` are :class:`atrec.variance.VariancePoint` objects (one per ``min_items``).
+    Panel (a): the per-seed ratio with AT / without AT of MSE and MAE, mean +/- standard error
+    (below 1: AT is better); panel (b): MSE of both methods, mean +/- standard error. The x axis
+    is logarithmic and labelled with the minimum relative propensity of each ``min_items``.
+    """
+    if not points:
+        raise ValueError("figure2 needs at least one min_items point")
+    fig, (ax_ratio, ax_mse) = _new_figure(2, ncols=2, panel_size=(4.6, 3.4))
+    fig.suptitle("Figure 2: MovieLens 100K, MF-IPS with vs without AT (mean ± se over seeds)"
+                 + (f", params: {params}" if params else ""))
+    x = np.array([p.min_items for p in points], dtype=float)
+    ticks = [f"{p.min_items}\n({p.min_relative_propensity:.4f})" for p in points]
+
+    def errorbar(ax, cells, label, marker, shift):
+        have = [k for k, c in enumerate(cells) if c is not None]
+        if have:
+            ax.errorbar(x[have] * shift, [cells[k].mean for k in have],
+                        yerr=[0.0 if np.isnan(cells[k].se) else cells[k].se for k in have],
+                        label=label, marker=marker, capsize=3)
+
+    for metric, marker, shift in (("mse", "o", 0.97), ("mae", "s", 1.03)):
+        errorbar(ax_ratio, [p.ratio[metric] if p.ratio else None for p in points],
+                 f"{metric.upper()} w/ AT / w/o AT", marker, shift)
+    if not any(p.ratio for p in points):
+        ax_ratio.text(0.5, 0.5, "needs runs with and without AT", ha="center",
+                      transform=ax_ratio.transAxes)
+    ax_ratio.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax_ratio.set_title("(a) relative error, with / without AT")
+    ax_ratio.set_ylabel("ratio (below 1: AT better)")
+    errorbar(ax_mse, [p.without["mse"] if p.without else None for p in points],
+             "MF-IPS", "o", 0.97)
+    errorbar(ax_mse, [p.with_at["mse"] if p.with_at else None for p in points],
+             "MF-IPS + AT", "s", 1.03)
+    ax_mse.set_title("(b) test MSE")
+    ax_mse.set_ylabel("MSE")
+    for ax in (ax_ratio, ax_mse):
+        ax.set_xscale("log")
+        ax.set_xticks(x, ticks)
+        ax.minorticks_off()
+        ax.set_xlabel("min_items (min relative propensity)")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
     return fig
 
 
@@ -147,8 +195,8 @@ def write_figures(summary: Summary, stats: Sequence[dict] | None,
         paths += save_figure(figure1(stats), "figure1_rating_distributions", out_dir)
     else:
         notices.append("figure 1 skipped: no data statistics (run 'atrec preprocess' first)")
-    # Figure 2 (ML-100K variance experiment) is drawn from its own results by its own function
-    # and saved here with save_figure once that experiment exists.
+    # Figure 2 (ML-100K variance experiment) needs its own runs: atrec.variance.run_variance
+    # draws it with figure2() and writes it with save_figure (as 'figure2_variance').
     for name, draw in (("figure3_pseudo_labelling", figure3), ("figure4_test_mse", figure4)):
         fig = draw(summary)
         if fig is None:

@@ -37,9 +37,10 @@ PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click"
 
 
 def params_label(source_label: str) -> str:
-    """Folder name for a parameter set: ``published``, ``tuned`` or ``file-<hash>``."""
-    if source_label == "published":
-        return "published"
+    """Folder name for a parameter set: ``published``, ``default`` (the ML-100K default set of
+    :mod:`atrec.variance`), ``tuned`` or ``file-<hash>``."""
+    if source_label in ("published", "default"):
+        return source_label
     if source_label.startswith("tuned"):
         return "tuned"
     return "file-" + hashlib.sha256(source_label.encode()).hexdigest()[:10]

@@ -12,23 +12,34 @@ SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
               or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
-@pytest.fixture(scope="session")
-def coat_data(tmp_path_factory) -> RatingData:
-    """Coat as atrec loads it, downloaded from the shared copy into a session folder."""
+def _install_shared(name: str, tmp_path_factory) -> RatingData:
+    """Dataset ``name`` as atrec loads it, downloaded from the shared copy into a session folder."""
     from atrec.datasets import download
     from atrec.preprocess import preprocess
 
-    folder = tmp_path_factory.mktemp("coat-data")
+    folder = tmp_path_factory.mktemp(f"{name}-data")
     old = os.environ.get("ATREC_DATA_DIR")
     os.environ["ATREC_DATA_DIR"] = str(folder)
     try:
-        download("coat", source=SHARED / "coat", quiet=True)
-        return preprocess("coat", quiet=True)
+        download(name, source=SHARED / name, quiet=True)
+        return preprocess(name, quiet=True)
     finally:
         if old is None:
             del os.environ["ATREC_DATA_DIR"]
         else:
             os.environ["ATREC_DATA_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def coat_data(tmp_path_factory) -> RatingData:
+    """Coat as atrec loads it (train and test matrices), from the shared copy."""
+    return _install_shared("coat", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def ml100k_data(tmp_path_factory) -> RatingData:
+    """ML-100K as atrec loads it (all of u.data as ``train``, empty test), from the shared copy."""
+    return _install_shared("ml-100k", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@ import matplotlib.image
 import pytest
 from synthetic_records import write_records
 
-from atrec.figures import figure1, figure3, figure4, save_figure, write_figures
+from atrec.figures import figure1, figure2, figure3, figure4, save_figure, write_figures
 from atrec.summary import load_summary
 
 # Shares and KL as measured in shared/data/PROVENANCE.md ("Derived check").
@@ -80,3 +80,34 @@ def test_write_figures_without_traces_or_statistics_writes_nothing(tmp_path):
     paths, notices = write_figures(summarize([]), [], tmp_path)
     assert paths == [] and len(notices) == 3
     assert "figure3 skipped: no AT traces" in notices[1]
+
+
+def test_figure2_plots_ratios_and_mse_with_standard_errors(tmp_path):
+    from atrec.variance import summarize_point
+
+    def rec(seed, with_at, mse):
+        return {"seed": seed, "with_at": with_at, "metrics": {"mse": mse, "mae": mse / 2}}
+
+    # min_items 1: per-seed MSE ratios 0.5 and 0.7 -> mean 0.6; min_items 50: 0.9 and 1.1 -> 1.0
+    points = [summarize_point(1, 1 / 583, 943, 1682,
+                              [rec(0, False, 2.0), rec(1, False, 1.0), rec(0, True, 1.0),
+                               rec(1, True, 0.7)]),
+              summarize_point(50, 50 / 583, 943, 603,
+                              [rec(0, False, 1.0), rec(1, False, 1.0), rec(0, True, 0.9),
+                               rec(1, True, 1.1)])]
+    fig = figure2(points, "default")
+    ratio_ax, mse_ax = fig.axes
+    mse_ratio = ratio_ax.get_lines()[0].get_ydata()
+    assert list(mse_ratio) == pytest.approx([0.6, 1.0])
+    assert [t.get_text() for t in ratio_ax.get_xticklabels()] == ["1\n(0.0017)", "50\n(0.0858)"]
+    # error bar of the first ratio point: mean +/- se, se = sd(0.5, 0.7) / sqrt(2) = 0.1
+    caps = ratio_ax.containers[0].lines[1][0].get_ydata()
+    assert sorted(caps)[:2] == pytest.approx([0.5, 0.9])
+    assert list(mse_ax.get_lines()[0].get_ydata()) == pytest.approx([1.5, 1.0])
+    paths = save_figure(fig, "fig2", tmp_path)
+    assert matplotlib.image.imread(paths[0]).shape[0] > 100
+
+
+def test_figure2_needs_points():
+    with pytest.raises(ValueError, match="at least one min_items"):
+        figure2([])

@@ -1,0 +1,387 @@
+"""The paper's variance experiment (RQ1, Figure 2) on MovieLens 100K.
+
+For every ``min_items`` (paper: 1, 2, 5, 10, 20, 50) and seed ``s``, the data is built by
+:func:`atrec.ml100k.build_variance_data` with ``seed = s``: each seed draws its own 50% candidate
+test set and its own re-sampling, so the standard errors over seeds include the variation of the
+test draw (the paper reports "standard errors", not which randomness they cover; a fixed draw
+would hide that part). The same seed then cuts the 90/10 train/validation split and initialises
+the model, as in Table 1 (:mod:`atrec.experiment`). MAE/MSE are measured on the 95% slice of the
+re-sampled test set (:func:`atrec.splits.make_split`).
+
+Propensity: MF-IPS (and A1/A2 of AT) are weighted with the paper's Eq. ``ml_pscore``,
+``P(i) = n_i / max_j n_j`` counted on the whole filtered data set - the very propensity that
+shaped the test set ("each model was trained with the specified propensity model ... to evaluate
+the pure effect of the variance", section 5.2) - not re-estimated on the training split as
+atrec's ``item`` estimator would (that one floors empty counts and would make min P about twice
+as large at ``min_items = 1``). Its minimum is the check value of the paper (0.0017 at 1, 0.0859
+at 50).
+
+Records: one per (min_items, with/without AT, seed), under dataset ``ml-100k-min<N>`` and config
+``item`` / ``item-at`` (so Table 1 never reads them), with an ``experiment`` block (min_items,
+data seed, min relative propensity). A rerun reuses every existing record (``force`` recomputes).
+
+Summary per ``min_items``: MAE and MSE of both methods (mean and standard error over seeds) and
+the ratio with AT / without AT, computed per seed on the seeds that have both and then averaged
+(mean and standard error over seeds: a paired comparison).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from atrec.errors import AtrecError
+from atrec.experiment import ConfigOutcome, RunSpec, ensure_data, run_config
+from atrec.ml100k import MIN_ITEMS_GRID, VarianceData, build_variance_data
+from atrec.names import config_key
+from atrec.params import PUBLISHED, HyperParams, get_params, lookup
+from atrec.propensity import PairPropensities
+from atrec.ratings import RatingData
+from atrec.results import params_label
+from atrec.splits import Split
+
+DATASET = "ml-100k"
+PROPENSITY = "item"
+DEFAULT = "default"
+VARIANCE_METRICS = ("mae", "mse")
+FIGURE_NAME = "figure2_variance"
+
+
+def variance_dataset(min_items: int) -> str:
+    """Dataset label of one ``min_items`` in records and parameter files: ``ml-100k-min<N>``."""
+    return f"{DATASET}-min{int(min_items)}"
+
+
+def parse_min_items(spec: str | Sequence[int]) -> tuple[int, ...]:
+    """``"1,2,5"`` -> ``(1, 2, 5)``; ``"all"`` -> the paper's grid; sorted, without repeats."""
+    if not isinstance(spec, str):
+        spec = ",".join(str(v) for v in spec)
+    text = spec.strip().lower()
+    if text == "all":
+        return MIN_ITEMS_GRID
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(re.fullmatch(r"\d+", p) and int(p) >= 1 for p in parts):
+        raise AtrecError(f"--min-items {spec}: give positive integers, comma-separated "
+                         f"(e.g. 1,2,5,10,20,50), or 'all'")
+    return tuple(sorted({int(p) for p in parts}))
+
+
+@dataclass(frozen=True, eq=False)
+class DataItemPropensity:
+    """The fixed item propensity of the paper's Eq. ``ml_pscore`` for training/validation pairs.
+
+    ``item_propensity``: ``P(i) = n_i / max_j n_j`` per item, shape ``(num_items,)``, counted
+    on the whole filtered data (:attr:`atrec.ml100k.VarianceData.item_propensity`).
+    """
+
+    item_propensity: np.ndarray
+    name: str = PROPENSITY
+
+    def __post_init__(self) -> None:
+        p = np.asarray(self.item_propensity)
+        if p.ndim != 1 or not len(p) or not ((p > 0) & (p <= 1)).all():
+            raise ValueError("item_propensity must be a non-empty 1-D array of values in (0, 1]")
+
+    def estimate(self, split: Split) -> PairPropensities:
+        """``P(i)`` of every pair of ``split.train`` and ``split.val``, float32 ``(n,)``."""
+        p = np.asarray(self.item_propensity, dtype=np.float32)
+        return PairPropensities(p[split.train.item], p[split.val.item])
+
+
+def load_variance_params(source: str, min_items: int, with_at: bool) -> tuple[HyperParams, str]:
+    """Hyperparameters of one (min_items, with/without AT) and their provenance label.
+
+    ``source``: ``default`` (``atrec/resources/ml100k_params.yaml``, documented there),
+    ``tuned`` (``atrec tune`` results) or a YAML file; keys ``ml-100k-min<N>`` -> ``item`` /
+    ``item-at``. ``published`` is refused: the paper published no ML-100K values.
+    """
+    dataset = variance_dataset(min_items)
+    if source == PUBLISHED:
+        raise AtrecError("the paper published no parameters for ML-100K: use --params default "
+                         "(documented set), tuned, or a parameter FILE")
+    if source != DEFAULT:
+        return get_params(source, dataset, PROPENSITY, with_at)
+    ref = resources.files("atrec") / "resources" / "ml100k_params.yaml"
+    params = lookup(yaml.safe_load(ref.read_text()), dataset, config_key(PROPENSITY, with_at),
+                    f"the default set ({ref.name}; it covers min_items "
+                    f"{', '.join(map(str, MIN_ITEMS_GRID))})")
+    return params, DEFAULT
+
+
+@dataclass(frozen=True)
+class VarianceRequest:
+    """What ``atrec variance`` runs. ``settings`` / ``at_settings`` default to the protocol's
+    (``mf.TrainSettings()`` / ``at.ATSettings()``); tests pass fewer steps."""
+
+    min_items: tuple[int, ...] = MIN_ITEMS_GRID
+    at_options: tuple[bool, ...] = (False, True)
+    seeds: tuple[int, ...] = tuple(range(20))
+    params: str = DEFAULT
+    force: bool = False
+    settings: object = None
+    at_settings: object = None
+
+    def __post_init__(self) -> None:
+        if not self.min_items or any(int(m) != m or m < 1 for m in self.min_items):
+            raise ValueError(f"min_items must be positive integers, got {self.min_items!r}")
+        if not self.at_options or not set(self.at_options) <= {False, True}:
+            raise ValueError(f"at_options must be a non-empty subset of (False, True), "
+                             f"got {self.at_options!r}")
+        if not self.seeds or any(int(s) != s or s < 0 for s in self.seeds):
+            raise ValueError(f"seeds must be non-negative integers, got {self.seeds!r}")
+
+
+@dataclass(frozen=True)
+class MeanSE:
+    """Mean and standard error (``sd(ddof=1) / sqrt(n)``; NaN for ``n < 2``) over seeds."""
+
+    mean: float
+    se: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> MeanSE:
+        v = np.asarray(values, dtype=np.float64)
+        if not len(v):
+            raise ValueError("MeanSE needs at least one value")
+        se = float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else math.nan
+        return cls(float(v.mean()), se, len(v))
+
+    def text(self, digits: int = 4) -> str:
+        """``0.8734 ± 0.0021`` (just the mean when the se is undefined)."""
+        if math.isnan(self.se):
+            return f"{self.mean:.{digits}f}"
+        return f"{self.mean:.{digits}f} ± {self.se:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class VariancePoint:
+    """One ``min_items``: its data check and the summaries of both methods.
+
+    ``without`` / ``with_at``: metric (``mae``, ``mse``) -> :class:`MeanSE` over that method's
+    seeds (``None`` when it was not run); ``ratio``: metric -> :class:`MeanSE` of the per-seed
+    ratio with AT / without AT over ``paired_seeds`` (``None`` unless both ran).
+    """
+
+    min_items: int
+    min_relative_propensity: float
+    num_users: int
+    num_items: int
+    without: dict | None
+    with_at: dict | None
+    ratio: dict | None
+    paired_seeds: tuple[int, ...]
+
+
+def summarize_point(min_items: int, min_relative_propensity: float, num_users: int,
+                    num_items: int, records: Sequence[dict]) -> VariancePoint:
+    """Summarise the records of one ``min_items`` (both methods, any seeds)."""
+    by_method: dict[bool, dict[int, dict]] = {False: {}, True: {}}
+    for r in records:
+        by_method[bool(r["with_at"])][int(r["seed"])] = r["metrics"]
+
+    def stats(runs: dict[int, dict]) -> dict | None:
+        if not runs:
+            return None
+        return {m: MeanSE.of([runs[s][m] for s in sorted(runs)]) for m in VARIANCE_METRICS}
+
+    paired = tuple(sorted(set(by_method[False]) & set(by_method[True])))
+    ratio = None
+    if paired:
+        ratio = {m: MeanSE.of([by_method[True][s][m] / by_method[False][s][m] for s in paired])
+                 for m in VARIANCE_METRICS}
+    return VariancePoint(int(min_items), float(min_relative_propensity), int(num_users),
+                         int(num_items), stats(by_method[False]), stats(by_method[True]), ratio,
+                         paired)
+
+
+@dataclass
+class VarianceResult:
+    """What :func:`run_variance` did: one point per ``min_items`` and the runs behind them."""
+
+    request: VarianceRequest
+    points: list[VariancePoint]
+    params: dict                     # (min_items, with_at) -> HyperParams
+    params_source: str               # label: default, tuned:<path> or file:<path>
+    outcomes: list[ConfigOutcome] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def trained(self) -> int:
+        return sum(len(o.trained) for o in self.outcomes)
+
+    @property
+    def reused(self) -> int:
+        return sum(len(o.reused) for o in self.outcomes)
+
+
+def _spec(v: VarianceData, with_at: bool, params: HyperParams, source: str, seed: int,
+          request: VarianceRequest) -> RunSpec:
+    experiment = {"name": "variance", "min_items": v.min_items, "data_seed": v.seed,
+                  "min_relative_propensity": v.min_relative_propensity,
+                  "propensity": "P(i) = n_i / max n_i over the filtered data (paper Eq. ml_pscore)"}
+    return RunSpec(v.data.name, PROPENSITY, with_at, params, source, (seed,), request.settings,
+                   request.at_settings if with_at else None,
+                   estimator=DataItemPropensity(v.item_propensity), experiment=experiment)
+
+
+def build_point_data(ratings: RatingData, min_items: int, seed: int) -> VarianceData:
+    """:func:`atrec.ml100k.build_variance_data` on all of ML-100K; bad ``min_items`` -> one line."""
+    try:
+        return build_variance_data(ratings.train, min_items, seed, ratings.checksums)
+    except ValueError as exc:
+        most = int(np.bincount(ratings.train.item).max())
+        raise AtrecError(f"--min-items {min_items}: {exc} (the most-rated movie has {most}); "
+                         f"choose values up to {most}") from None
+
+
+def run_variance(request: VarianceRequest, data: RatingData | None = None, root=None,
+                 figures: bool = True, out_dir: Path | None = None, quiet: bool = True,
+                 progress: Callable[[ConfigOutcome], None] | None = None) -> VarianceResult:
+    """Train MF-IPS without / with AT for every ``min_items`` and seed; summarise; draw Figure 2.
+
+    ``data``: ML-100K as :func:`atrec.preprocess.load_data` gives it (all of ``u.data`` as
+    ``train``); default: :func:`atrec.experiment.ensure_data` (downloads and preprocesses when
+    needed). ``root``: results folder of the records (default ``results/``); ``out_dir``: folder
+    of the figure (default ``<results>/figures``). ``progress(outcome)`` is called after each
+    (min_items, method) with the outcomes of its seeds merged into one.
+    """
+    start = time.perf_counter()
+    if data is None:
+        data = ensure_data(DATASET, quiet=quiet)
+    params: dict[tuple[int, bool], HyperParams] = {}
+    source = DEFAULT
+    result = VarianceResult(request, [], params, source)
+    for min_items in request.min_items:
+        point_data = [build_point_data(data, min_items, s) for s in request.seeds]
+        records: list[dict] = []
+        for with_at in request.at_options:
+            hp, source = load_variance_params(request.params, min_items, with_at)
+            params[(min_items, with_at)] = hp
+            merged = None
+            for seed, v in zip(request.seeds, point_data):
+                spec = _spec(v, with_at, hp, source, seed, request)
+                outcome = run_config(v.data, spec, root, force=request.force)
+                merged = _merge(merged, outcome, request.seeds)
+            result.outcomes.append(merged)
+            records += merged.records
+            if progress:
+                progress(merged)
+        first = point_data[0]
+        result.points.append(summarize_point(min_items, first.min_relative_propensity,
+                                             first.data.num_users, first.data.num_items, records))
+    result.params_source = source
+    if figures:
+        from atrec.figures import figure2, save_figure
+
+        result.figures = save_figure(figure2(result.points, params_label(source)), FIGURE_NAME,
+                                     out_dir)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _merge(merged: ConfigOutcome | None, outcome: ConfigOutcome, seeds) -> ConfigOutcome:
+    """One outcome for all seeds of a (min_items, method): runs are made one seed at a time."""
+    if merged is None:
+        spec = outcome.spec
+        merged = ConfigOutcome(RunSpec(spec.dataset, spec.propensity, spec.with_at, spec.params,
+                                       spec.params_source, tuple(seeds), spec.settings,
+                                       spec.at_settings))
+    merged.records += outcome.records
+    merged.trained += outcome.trained
+    merged.reused += outcome.reused
+    merged.seconds += outcome.seconds
+    return merged
+
+
+def variance_rows(points: Sequence[VariancePoint], numeric: bool = False) -> list[dict]:
+    """One row per ``min_items``: min relative propensity, MAE/MSE without and with AT, ratios.
+
+    ``numeric=False``: cells as ``mean ± se`` strings (terminal, markdown, LaTeX);
+    ``numeric=True``: separate ``<column>`` and ``<column> se`` numbers (CSV, JSON).
+    """
+    rows = []
+    for p in points:
+        row = {"min_items": p.min_items, "min P(i)": f"{p.min_relative_propensity:.4f}",
+               "items": p.num_items, "seeds": len(p.paired_seeds) if p.ratio else None}
+        if numeric:
+            row["min P(i)"] = p.min_relative_propensity
+        for metric in VARIANCE_METRICS:
+            name = metric.upper()
+            for label, stats in ((f"{name} w/o AT", p.without), (f"{name} w/ AT", p.with_at),
+                                 (f"{name} w/ / w/o", p.ratio)):
+                cell = stats[metric] if stats else None
+                if numeric:
+                    row[label] = cell.mean if cell else None
+                    row[f"{label} se"] = None if cell is None or math.isnan(cell.se) else cell.se
+                else:
+                    row[label] = cell.text() if cell else "-"
+        if row["seeds"] is None:
+            methods = p.without or p.with_at
+            row["seeds"] = methods["mse"].n if methods else 0
+        rows.append(row)
+    return rows
+
+
+def describe_params(result: VarianceResult) -> str:
+    """One line naming the parameter set and its values, for the report."""
+    what = {DEFAULT: "default set (atrec/resources/ml100k_params.yaml: Coat's published item "
+                     "values; none are published for ML-100K)"}.get(result.params_source,
+                                                                 result.params_source)
+    parts = []
+    for with_at in result.request.at_options:
+        by_value: dict[tuple, list[int]] = {}
+        for (min_items, at), hp in result.params.items():
+            if at == with_at:
+                by_value.setdefault(tuple(hp.as_dict().items()), []).append(min_items)
+        for value, grid in by_value.items():
+            where = "" if len(by_value) == 1 else f" at min_items {','.join(map(str, grid))}"
+            parts.append(f"{'w/' if with_at else 'w/o'} AT{where}: "
+                         + ", ".join(f"{k}={v:g}" for k, v in value))
+    return f"parameters: {what}; " + "; ".join(parts)
+
+
+@dataclass
+class VarianceReport:
+    """What :func:`reproduce_variance` wrote: ``outputs`` (label -> path) and a one-line summary."""
+
+    result: VarianceResult
+    outputs: dict[str, Path]
+    summary: str
+
+
+def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None = None,
+                       quiet: bool = True) -> VarianceReport:
+    """The whole Figure-2 experiment for ``atrec reproduce`` / ``make reproduce``.
+
+    Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``; writes Figure 2
+    and ``<results>/variance.md`` (the table and the parameter line). Resumable like
+    :func:`run_variance`.
+    """
+    from atrec.paths import results_dir
+    from atrec.results import atomic_write_text
+    from atrec.tables import render
+
+    request = VarianceRequest(seeds=tuple(range(seeds)), params=params)
+    result = run_variance(request, root=root, quiet=quiet)
+    base = results_dir() if root is None else Path(root)
+    table = base / "variance.md"
+    text = render(variance_rows(result.points), "markdown", numparse=False)
+    atomic_write_text(table, "# Figure 2: MovieLens 100K, MF-IPS with vs without AT\n\n"
+                      f"{text}\n\n{describe_params(result)}\n")
+    outputs = {"variance table": table}
+    outputs.update({f"figure 2 ({p.suffix[1:]})": p for p in result.figures})
+    ratios = ", ".join(f"{p.min_items}: {p.ratio['mse'].mean:.3f}" for p in result.points
+                       if p.ratio)
+    summary = (f"{len(result.points)} min_items x {seeds} seeds: {result.trained} runs trained, "
+               f"{result.reused} reused; MSE w/ / w/o AT by min_items: {ratios}")
+    return VarianceReport(result, outputs, summary)
