@@ -176,8 +176,8 @@ def check_command(datasets, fmt, params, allow_missing, expected_seeds) -> None:
 
 # --- train / run ---------------------------------------------------------------------------
 
-def _selection_options(func):
-    """The options shared by ``train``, ``run`` and ``tune``: what to train and how."""
+def _selection_options(func, params: bool = True):
+    """The options shared by ``train``, ``run`` and ``tune`` (``tune`` without ``--params``)."""
     options = [
         click.option("--dataset", "datasets", multiple=True, default=("coat",), show_default=True,
                      help="coat, yahoo or all; repeat or comma-separate for several."),
@@ -192,6 +192,8 @@ def _selection_options(func):
                      help="published (the authors' tuned values), tuned (from 'atrec tune'), "
                           "or a YAML parameter file."),
     ]
+    if not params:
+        options = options[:-1]  # tune makes parameters rather than taking them
     for option in reversed(options):
         func = option(func)
     return func
@@ -335,3 +337,75 @@ def variance_command(min_items, with_at, without_at, seeds, params, figure, forc
     _echo_notes([describe_params(result),
                  f"{result.trained} run(s) trained, {result.reused} reused, {result.seconds:.1f} s"])
     _echo_notes(result.figures, prefix="wrote")
+
+# --- tune ----------------------------------------------------------------------------------
+
+class _TuneProgress:
+    """One click progress bar per study: trials complete / requested and the best value."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+        self.study = None
+
+    def __call__(self, p) -> None:
+        if not self.enabled:
+            return
+        if p.study != self.study:
+            self.close()
+            self.study = p.study
+            self.bar = click.progressbar(
+                length=p.target, label=p.study, file=sys.stderr, show_pos=True, show_eta=False,
+                item_show_func=lambda v: None if v is None else f"best {v:.4f}")
+            self.bar.__enter__()
+        self.bar.update(p.complete - self.bar.pos, current_item=p.best_value)
+        if p.complete >= p.target:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@main.command("tune")
+@functools.partial(_selection_options, params=False)
+@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+              help="COMPLETE trials per study, counted over every worker sharing the storage.")
+@click.option("--storage", default=None,
+              help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
+                   "Default: sqlite:///<results>/optuna.db.")
+@click.option("--study-prefix", default="atrec", show_default=True,
+              help="Studies are named <prefix>-<dataset>-<propensity>[-at].")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
+@friendly_errors
+def tune_command(datasets, propensities, with_at, without_at, trials, storage, study_prefix, fmt,
+                 quiet) -> None:
+    """Tune dim, lam (and epsilon with AT) with Optuna TPE; export the best to --params tuned.
+
+    One study per dataset, propensity and with/without AT; objective: the lowest validation
+    loss of one run on the seed-12345 split. Rerun to resume a killed study. Start the same
+    command in several processes (or on several machines with one --storage) to share the
+    trials. No pruning: the objective is only known when a run ends.
+    Example: atrec tune --dataset coat --propensity item --with-at --trials 25
+    """
+    from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
+    from atrec.params import tuned_params_path
+    from atrec.tables import render
+    from atrec.tuning import TuneRequest, outcome_rows, tune
+
+    request = TuneRequest(
+        datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
+        propensities=tuple(expand(propensities, PROPENSITIES, "propensity")),
+        at_options=(False, True) if with_at == without_at else (with_at,),
+        trials=trials, storage=storage, study_prefix=study_prefix)
+    bars = _TuneProgress(enabled=not quiet and sys.stderr.isatty())
+    try:
+        outcomes = tune(request, progress=bars)
+    finally:
+        bars.close()
+    click.echo(render(outcome_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
+                      numparse=False))
+    if not quiet:
+        _echo_notes([f"best parameters merged into {tuned_params_path()} (use --params tuned)"])
