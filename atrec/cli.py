@@ -294,21 +294,29 @@ def run_command(datasets, propensities, with_at, without_at, params, seeds, forc
 @click.option("--params", default="default", show_default=True,
               help="default (documented set), tuned (from 'atrec tune'), or a YAML parameter file "
                    "with keys ml-100k-min<N> -> item / item-at.")
+@click.option("--tune", is_flag=True,
+              help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
+                   "resumable) and train with the tuned values (implies --params tuned).")
+@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+              help="Trials per study with --tune.")
+@click.option("--storage", default=None,
+              help="Optuna storage URL for --tune (default: <results>/optuna.db).")
 @click.option("--figure/--no-figure", default=True, show_default=True,
               help="Write Figure 2 (PNG and PDF) under <results>/figures.")
 @click.option("--force", is_flag=True, help="Recompute seeds that already have a record.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @friendly_errors
-def variance_command(min_items, with_at, without_at, seeds, params, figure, force, fmt,
-                     quiet) -> None:
+def variance_command(min_items, with_at, without_at, seeds, params, tune, trials, storage, figure,
+                     force, fmt, quiet) -> None:
     """The paper's variance experiment (RQ1, Figure 2) on MovieLens 100K.
 
     For each min_items: MF-IPS with the item propensity P(i) = n_i / max n_i, without and with
     AT, one record per seed (reruns resume). Prints per min_items the minimum relative
     propensity, MAE/MSE of both (mean ± se over seeds) and the paired ratio with / without AT;
-    downloads and preprocesses ml-100k if needed (local copy: ATREC_ML_100K_SOURCE).
-    Example: atrec variance --min-items 1,50 --seeds 5
+    downloads and preprocesses ml-100k if needed (local copy: ATREC_ML_100K_SOURCE). The
+    parameter set used is named on standard error. Example: atrec variance --min-items 1,50
+    --seeds 5
     """
     from atrec.experiment import parse_seeds
     from atrec.tables import render
@@ -320,10 +328,13 @@ def variance_command(min_items, with_at, without_at, seeds, params, figure, forc
         variance_rows,
     )
 
+    if tune and params not in ("default", "tuned"):
+        raise AtrecError(f"--tune writes the tuned set and trains with it: drop --params {params}")
     request = VarianceRequest(
         min_items=parse_min_items(min_items),
         at_options=(False, True) if with_at == without_at else (with_at,),
-        seeds=tuple(parse_seeds(seeds)), params=params, force=force)
+        seeds=tuple(parse_seeds(seeds)), params="tuned" if tune else params, force=force,
+        tune_trials=trials if tune else None, storage=storage)
 
     def progress(outcome):
         if not quiet:
@@ -337,6 +348,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, figure, forc
     _echo_notes([describe_params(result),
                  f"{result.trained} run(s) trained, {result.reused} reused, {result.seconds:.1f} s"])
     _echo_notes(result.figures, prefix="wrote")
+
 
 # --- tune ----------------------------------------------------------------------------------
 

@@ -232,14 +232,15 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
 
 
 def validation_loss(data: RatingData, propensity: str, with_at: bool, params: HyperParams,
-                    seed: int = TUNING_SEED, settings=None, at_settings=None) -> float:
+                    seed: int = TUNING_SEED, settings=None, at_settings=None,
+                    estimator=None) -> float:
     """The tuning objective (PROTOCOL.md): the lowest validation loss of one run on ``seed``'s split.
 
     Nothing is saved. Compiled loops are cached per shape (``dim``), so trials that only change
-    ``lam`` or ``epsilon`` do not recompile.
+    ``lam`` or ``epsilon`` do not recompile. ``estimator`` as in :func:`stack_inputs`.
     """
     spec = RunSpec(data.name, propensity, with_at, params, "tuning", (seed,), settings, at_settings)
-    inputs = stack_inputs(data, propensity, [seed])
+    inputs = stack_inputs(data, propensity, [seed], estimator)
     result, _ = _fit(data, spec, [seed], inputs)
     return float(result.best_val_loss[0])
 

@@ -39,10 +39,17 @@ import numpy as np
 import yaml
 
 from atrec.errors import AtrecError
-from atrec.experiment import ConfigOutcome, RunSpec, ensure_data, run_config
+from atrec.experiment import (
+    TUNING_SEED,
+    ConfigOutcome,
+    RunSpec,
+    ensure_data,
+    run_config,
+    validation_loss,
+)
 from atrec.ml100k import MIN_ITEMS_GRID, VarianceData, build_variance_data
 from atrec.names import config_key
-from atrec.params import PUBLISHED, HyperParams, get_params, lookup
+from atrec.params import PUBLISHED, TUNED, HyperParams, get_params, lookup
 from atrec.propensity import PairPropensities
 from atrec.ratings import RatingData
 from atrec.results import params_label
@@ -128,8 +135,16 @@ class VarianceRequest:
     force: bool = False
     settings: object = None
     at_settings: object = None
+    tune_trials: int | None = None   # tune every (min_items, method) first, then use 'tuned'
+    storage: str | None = None       # Optuna storage URL of the tuning (default: results/optuna.db)
 
     def __post_init__(self) -> None:
+        if self.tune_trials is not None:
+            if int(self.tune_trials) != self.tune_trials or self.tune_trials < 1:
+                raise ValueError(f"tune_trials must be a positive integer, got {self.tune_trials!r}")
+            if self.params != TUNED:
+                raise ValueError(f"tuning exports to the 'tuned' set; params must be 'tuned', "
+                                 f"got {self.params!r}")
         if not self.min_items or any(int(m) != m or m < 1 for m in self.min_items):
             raise ValueError(f"min_items must be positive integers, got {self.min_items!r}")
         if not self.at_options or not set(self.at_options) <= {False, True}:
@@ -213,6 +228,7 @@ class VarianceResult:
     params_source: str               # label: default, tuned:<path> or file:<path>
     outcomes: list[ConfigOutcome] = field(default_factory=list)
     figures: list[Path] = field(default_factory=list)
+    studies: list = field(default_factory=list)   # tuning.StudyOutcome, with tune_trials
     seconds: float = 0.0
 
     @property
@@ -261,6 +277,10 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
     params: dict[tuple[int, bool], HyperParams] = {}
     source = DEFAULT
     result = VarianceResult(request, [], params, source)
+    if request.tune_trials:
+        result.studies = tune_variance(data, request.min_items, request.at_options,
+                                       request.tune_trials, request.storage, request.settings,
+                                       request.at_settings)
     for min_items in request.min_items:
         point_data = [build_point_data(data, min_items, s) for s in request.seeds]
         records: list[dict] = []
@@ -287,6 +307,45 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
                                      out_dir)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequence[bool],
+                  trials: int = 25, storage: str | None = None, settings=None, at_settings=None,
+                  export_path: Path | None = None, study_prefix: str = "atrec") -> list:
+    """Tune every (min_items, with/without AT) as PROTOCOL.md tunes Table 1; export to 'tuned'.
+
+    Objective: the lowest validation loss of one run on the data built with seed 12345 and its
+    seed-12345 split, weighted by the data-level ``P(i)`` (:class:`DataItemPropensity`); search
+    space, TPE seed, storage, resumption and export as :mod:`atrec.tuning` (studies named e.g.
+    ``atrec-ml-100k-min5-item-at``; entries ``ml-100k-min5`` -> ``item-at`` in the tuned file).
+    Returns the :class:`atrec.tuning.StudyOutcome` of every study.
+    """
+    from atrec import tuning
+
+    url = storage or tuning.default_storage_url()
+    opened = tuning.open_storage(url)
+    outcomes = []
+    for m in min_items:
+        v = build_point_data(data, m, TUNING_SEED)
+        estimator = DataItemPropensity(v.item_propensity)
+        for with_at in at_options:
+            def objective(params: HyperParams, v=v, estimator=estimator, with_at=with_at):
+                return validation_loss(v.data, PROPENSITY, with_at, params, TUNING_SEED,
+                                       settings, at_settings, estimator)
+
+            attrs = {"dataset": v.data.name, "propensity": PROPENSITY, "with_at": with_at,
+                     "objective": "min validation loss, data and split seed 12345, "
+                                  "data-level P(i)",
+                     "settings": tuning._settings_dict(settings, at_settings, with_at),
+                     "search_space": tuning.SEARCH_SPACE.as_dict(),
+                     "sampler_seed": tuning.SAMPLER_SEED, "data": dict(data.checksums)}
+            name = tuning.study_name(study_prefix, v.data.name, PROPENSITY, with_at)
+            outcome = tuning.run_study(name, objective, with_at, trials, opened, attrs=attrs)
+            outcome.storage = tuning.storage_label(url)
+            outcome.dataset, outcome.propensity, outcome.with_at = v.data.name, PROPENSITY, with_at
+            tuning.export_best([outcome], export_path)
+            outcomes.append(outcome)
+    return outcomes
 
 
 def _merge(merged: ConfigOutcome | None, outcome: ConfigOutcome, seeds) -> ConfigOutcome:
@@ -360,18 +419,20 @@ class VarianceReport:
 
 
 def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None = None,
-                       quiet: bool = True) -> VarianceReport:
+                       quiet: bool = True, tune_trials: int | None = None) -> VarianceReport:
     """The whole Figure-2 experiment for ``atrec reproduce`` / ``make reproduce``.
 
     Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``; writes Figure 2
     and ``<results>/variance.md`` (the table and the parameter line). Resumable like
-    :func:`run_variance`.
+    :func:`run_variance`. ``tune_trials``: tune every configuration first (25 in the protocol)
+    and train with the tuned values.
     """
     from atrec.paths import results_dir
     from atrec.results import atomic_write_text
     from atrec.tables import render
 
-    request = VarianceRequest(seeds=tuple(range(seeds)), params=params)
+    request = VarianceRequest(seeds=tuple(range(seeds)), params=TUNED if tune_trials else params,
+                              tune_trials=tune_trials)
     result = run_variance(request, root=root, quiet=quiet)
     base = results_dir() if root is None else Path(root)
     table = base / "variance.md"

@@ -185,6 +185,7 @@ def cli_env(tmp_path, monkeypatch):
     (["--params", "published"], "published no parameters for ML-100K"),
     (["--min-items", "600", "--without-at"], "the most-rated movie has 583"),
     (["--min-items", "3", "--without-at"], "no parameters for ml-100k-min3/item"),
+    (["--tune", "--params", "published"], "--tune writes the tuned set"),
 ])
 def test_cli_bad_input_is_one_line(cli_env, args, fragment):
     result = CliRunner().invoke(main, ["variance", "--quiet"] + args)
@@ -203,3 +204,26 @@ def test_cli_downloads_trains_and_prints_json(cli_env):
     assert len(rows) == 1 and rows[0]["min_items"] == 50 and rows[0]["seeds"] == 1
     assert rows[0]["MSE w/ AT"] is None and 0.5 < rows[0]["MSE w/o AT"] < 2.0
     assert "parameters: default set" in result.output
+
+
+def test_tuning_per_min_items_feeds_the_tuned_set(ml100k_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    request = VarianceRequest(min_items=(50,), at_options=(False,), seeds=(0,), params="tuned",
+                              settings=FEW_STEPS, tune_trials=2)
+    result = run_variance(request, ml100k_data, figures=False)
+    (study,) = result.studies
+    assert study.study == "atrec-ml-100k-min50-item" and study.complete == 2
+    best = study.best_params
+    assert load_variance_params("tuned", 50, False)[0] == best
+    rec = json.loads(record_path("ml-100k-min50", "item", "tuned", 0, tmp_path).read_text())
+    assert rec["params"] == best.as_dict() and rec["params_source"].startswith("tuned")
+    # a rerun finds the study complete and the record present: nothing is run again
+    again = run_variance(request, ml100k_data, figures=False)
+    assert again.studies[0].ran == 0 and again.trained == 0
+
+
+def test_tuning_needs_the_tuned_set():
+    with pytest.raises(ValueError, match="params must be 'tuned'"):
+        VarianceRequest(tune_trials=3)
+    with pytest.raises(ValueError, match="tune_trials must be a positive integer"):
+        VarianceRequest(tune_trials=0, params="tuned")
