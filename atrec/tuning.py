@@ -494,6 +494,44 @@ class TuneRequest:
             raise AtrecError(f"--study-prefix {prefix!r}: give a non-empty name without spaces")
 
 
+OBJECTIVE_NOTE = "min validation loss, split seed 12345"
+
+
+def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
+                at_settings=None, objective: str = OBJECTIVE_NOTE) -> dict:
+    """What a study measures (stored with it; see ``attrs`` of :func:`run_study`)."""
+    return {"dataset": dataset, "propensity": propensity, "with_at": with_at,
+            "objective": objective,
+            "settings": _settings_dict(settings, at_settings, with_at),
+            "search_space": SEARCH_SPACE.as_dict(), "sampler_seed": SAMPLER_SEED,
+            "data": dict(checksums)}
+
+
+def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
+                storage=None, *, objective: Objective | None = None,
+                objective_note: str = OBJECTIVE_NOTE, settings=None, at_settings=None,
+                study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
+                progress: Callable[[Progress], None] | None = None,
+                export_path: Path | None = None) -> StudyOutcome:
+    """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
+
+    The study is ``study_name(study_prefix, data.name, propensity, with_at)``; ``objective``
+    defaults to :func:`make_objective` (then ``objective_note`` should say what a custom one
+    measures, since it is stored with the study). ``storage``: a URL or an opened storage
+    (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file.
+    """
+    if objective is None:
+        objective = make_objective(data, propensity, with_at, settings, at_settings)
+    attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
+                        objective_note)
+    name = study_name(study_prefix, data.name, propensity, with_at)
+    outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
+                        progress=progress)
+    outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
+    export_best([outcome], export_path)
+    return outcome
+
+
 def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = None,
          export_path: Path | None = None, loader: Callable | None = None) -> list[StudyOutcome]:
     """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
@@ -503,28 +541,17 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     """
     if loader is None:
         from atrec.preprocess import load_data as loader
-    url = request.storage or default_storage_url()
-    storage = open_storage(url, request.worker)
+    storage = open_storage(request.storage, request.worker)
     outcomes = []
     for dataset in request.datasets:
         data = loader(dataset)
         for propensity in request.propensities:
             for with_at in request.at_options:
-                attrs = {"dataset": dataset, "propensity": propensity, "with_at": with_at,
-                         "objective": "min validation loss, split seed 12345",
-                         "settings": _settings_dict(request.settings, request.at_settings,
-                                                    with_at),
-                         "search_space": SEARCH_SPACE.as_dict(), "sampler_seed": SAMPLER_SEED,
-                         "data": dict(data.checksums)}
-                name = study_name(request.study_prefix, dataset, propensity, with_at)
-                objective = make_objective(data, propensity, with_at, request.settings,
-                                           request.at_settings)
-                outcome = run_study(name, objective, with_at, request.trials, storage,
-                                    worker=request.worker, attrs=attrs, progress=progress)
-                outcome.storage = storage_label(url)
-                outcome.dataset, outcome.propensity, outcome.with_at = dataset, propensity, with_at
-                export_best([outcome], export_path)
-                outcomes.append(outcome)
+                outcomes.append(tune_config(
+                    data, propensity, with_at, request.trials, storage,
+                    settings=request.settings, at_settings=request.at_settings,
+                    study_prefix=request.study_prefix, worker=request.worker,
+                    progress=progress, export_path=export_path))
     return outcomes
 
 
