@@ -342,7 +342,8 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
             click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
                        f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
 
-    result = run_variance(request, figures=figure, quiet=quiet, progress=progress)
+    result = run_variance(request, figures=figure, quiet=quiet, progress=progress,
+                          tune_progress=_TuneProgress(enabled=not quiet and sys.stderr.isatty()))
     click.echo(render(variance_rows(result.points, numeric=fmt in ("csv", "json")), fmt,
                       numparse=False))
     _echo_notes([describe_params(result),

@@ -49,7 +49,7 @@ from atrec.experiment import (
 )
 from atrec.ml100k import MIN_ITEMS_GRID, VarianceData, build_variance_data
 from atrec.names import config_key
-from atrec.params import PUBLISHED, TUNED, HyperParams, get_params, lookup
+from atrec.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
 from atrec.propensity import PairPropensities
 from atrec.ratings import RatingData
 from atrec.results import params_label
@@ -107,20 +107,29 @@ def load_variance_params(source: str, min_items: int, with_at: bool) -> tuple[Hy
     """Hyperparameters of one (min_items, with/without AT) and their provenance label.
 
     ``source``: ``default`` (``atrec/resources/ml100k_params.yaml``, documented there),
-    ``tuned`` (``atrec tune`` results) or a YAML file; keys ``ml-100k-min<N>`` -> ``item`` /
+    ``tuned`` (``atrec variance --tune``) or a YAML file; keys ``ml-100k-min<N>`` -> ``item`` /
     ``item-at``. ``published`` is refused: the paper published no ML-100K values.
     """
-    dataset = variance_dataset(min_items)
+    dataset, key = variance_dataset(min_items), config_key(PROPENSITY, with_at)
     if source == PUBLISHED:
         raise AtrecError("the paper published no parameters for ML-100K: use --params default "
                          "(documented set), tuned, or a parameter FILE")
-    if source != DEFAULT:
-        return get_params(source, dataset, PROPENSITY, with_at)
-    ref = resources.files("atrec") / "resources" / "ml100k_params.yaml"
-    params = lookup(yaml.safe_load(ref.read_text()), dataset, config_key(PROPENSITY, with_at),
-                    f"the default set ({ref.name}; it covers min_items "
-                    f"{', '.join(map(str, MIN_ITEMS_GRID))})")
-    return params, DEFAULT
+    if source == DEFAULT:
+        ref = resources.files("atrec") / "resources" / "ml100k_params.yaml"
+        table, label = yaml.safe_load(ref.read_text()), DEFAULT
+        where = (f"the default set ({ref.name}; it covers min_items "
+                 f"{', '.join(map(str, MIN_ITEMS_GRID))})")
+    else:
+        table, label = load_param_table(source)
+        where = label
+    section = table.get(dataset)
+    if not isinstance(section, dict) or key not in section:
+        raise AtrecError(f"no parameters for {dataset}/{key} in {where}: tune them ('atrec "
+                         f"variance --tune') or give a parameter file that has them (--params FILE)")
+    params = lookup(table, dataset, key, where)
+    if with_at and params.epsilon is None:
+        raise AtrecError(f"parameters of {dataset}/{key} in {where} lack 'epsilon', which AT needs")
+    return params, label
 
 
 @dataclass(frozen=True)
@@ -250,43 +259,54 @@ def _spec(v: VarianceData, with_at: bool, params: HyperParams, source: str, seed
                    estimator=DataItemPropensity(v.item_propensity), experiment=experiment)
 
 
+def check_min_items(ratings: RatingData, min_items: int) -> None:
+    """One-line :class:`AtrecError` when no movie of ``ratings`` has ``min_items`` ratings."""
+    most = int(np.bincount(ratings.train.item).max())
+    if min_items > most:
+        raise AtrecError(f"--min-items {min_items}: no movie has that many ratings (the most-rated "
+                         f"movie has {most}); choose values up to {most}")
+
+
 def build_point_data(ratings: RatingData, min_items: int, seed: int) -> VarianceData:
-    """:func:`atrec.ml100k.build_variance_data` on all of ML-100K; bad ``min_items`` -> one line."""
-    try:
-        return build_variance_data(ratings.train, min_items, seed, ratings.checksums)
-    except ValueError as exc:
-        most = int(np.bincount(ratings.train.item).max())
-        raise AtrecError(f"--min-items {min_items}: {exc} (the most-rated movie has {most}); "
-                         f"choose values up to {most}") from None
+    """:func:`atrec.ml100k.build_variance_data` on all of ML-100K (``ratings.train``)."""
+    check_min_items(ratings, min_items)
+    return build_variance_data(ratings.train, min_items, seed, ratings.checksums)
 
 
 def run_variance(request: VarianceRequest, data: RatingData | None = None, root=None,
                  figures: bool = True, out_dir: Path | None = None, quiet: bool = True,
-                 progress: Callable[[ConfigOutcome], None] | None = None) -> VarianceResult:
+                 progress: Callable[[ConfigOutcome], None] | None = None,
+                 tune_progress: Callable | None = None) -> VarianceResult:
     """Train MF-IPS without / with AT for every ``min_items`` and seed; summarise; draw Figure 2.
 
     ``data``: ML-100K as :func:`atrec.preprocess.load_data` gives it (all of ``u.data`` as
     ``train``); default: :func:`atrec.experiment.ensure_data` (downloads and preprocesses when
     needed). ``root``: results folder of the records (default ``results/``); ``out_dir``: folder
-    of the figure (default ``<results>/figures``). ``progress(outcome)`` is called after each
-    (min_items, method) with the outcomes of its seeds merged into one.
+    of the figure (default ``<root>/figures``). ``progress(outcome)`` is called after each
+    (min_items, method) with the outcomes of its seeds merged into one; ``tune_progress`` after
+    every tuning trial (see :func:`tune_variance`).
     """
     start = time.perf_counter()
     if data is None:
         data = ensure_data(DATASET, quiet=quiet)
-    params: dict[tuple[int, bool], HyperParams] = {}
-    source = DEFAULT
-    result = VarianceResult(request, [], params, source)
+    studies = []
     if request.tune_trials:
-        result.studies = tune_variance(data, request.min_items, request.at_options,
-                                       request.tune_trials, request.storage, request.settings,
-                                       request.at_settings)
+        studies = tune_variance(data, request.min_items, request.at_options, request.tune_trials,
+                                request.storage, request.settings, request.at_settings,
+                                progress=tune_progress)
+    # every min_items and parameter is checked before any training, so bad input fails at once
+    for m in request.min_items:
+        check_min_items(data, m)
+    looked_up = {(m, at): load_variance_params(request.params, m, at)
+                 for m in request.min_items for at in request.at_options}
+    params = {key: hp for key, (hp, _) in looked_up.items()}
+    source = next(iter(looked_up.values()))[1]
+    result = VarianceResult(request, [], params, source, studies=studies)
     for min_items in request.min_items:
         point_data = [build_point_data(data, min_items, s) for s in request.seeds]
         records: list[dict] = []
         for with_at in request.at_options:
-            hp, source = load_variance_params(request.params, min_items, with_at)
-            params[(min_items, with_at)] = hp
+            hp = params[(min_items, with_at)]
             merged = None
             for seed, v in zip(request.seeds, point_data):
                 spec = _spec(v, with_at, hp, source, seed, request)
@@ -299,10 +319,11 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
         first = point_data[0]
         result.points.append(summarize_point(min_items, first.min_relative_propensity,
                                              first.data.num_users, first.data.num_items, records))
-    result.params_source = source
     if figures:
         from atrec.figures import figure2, save_figure
 
+        if out_dir is None and root is not None:
+            out_dir = Path(root) / "figures"
         result.figures = save_figure(figure2(result.points, params_label(source)), FIGURE_NAME,
                                      out_dir)
     result.seconds = time.perf_counter() - start
@@ -311,14 +332,16 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
 
 def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequence[bool],
                   trials: int = 25, storage: str | None = None, settings=None, at_settings=None,
-                  export_path: Path | None = None, study_prefix: str = "atrec") -> list:
+                  export_path: Path | None = None, study_prefix: str = "atrec",
+                  progress: Callable | None = None) -> list:
     """Tune every (min_items, with/without AT) as PROTOCOL.md tunes Table 1; export to 'tuned'.
 
     Objective: the lowest validation loss of one run on the data built with seed 12345 and its
     seed-12345 split, weighted by the data-level ``P(i)`` (:class:`DataItemPropensity`); search
     space, TPE seed, storage, resumption and export as :mod:`atrec.tuning` (studies named e.g.
     ``atrec-ml-100k-min5-item-at``; entries ``ml-100k-min5`` -> ``item-at`` in the tuned file).
-    Returns the :class:`atrec.tuning.StudyOutcome` of every study.
+    ``progress`` is passed to :func:`atrec.tuning.run_study`. Returns the
+    :class:`atrec.tuning.StudyOutcome` of every study.
     """
     from atrec import tuning
 
@@ -340,7 +363,8 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
                      "search_space": tuning.SEARCH_SPACE.as_dict(),
                      "sampler_seed": tuning.SAMPLER_SEED, "data": dict(data.checksums)}
             name = tuning.study_name(study_prefix, v.data.name, PROPENSITY, with_at)
-            outcome = tuning.run_study(name, objective, with_at, trials, opened, attrs=attrs)
+            outcome = tuning.run_study(name, objective, with_at, trials, opened, attrs=attrs,
+                                       progress=progress)
             outcome.storage = tuning.storage_label(url)
             outcome.dataset, outcome.propensity, outcome.with_at = v.data.name, PROPENSITY, with_at
             tuning.export_best([outcome], export_path)

@@ -227,3 +227,11 @@ def test_tuning_needs_the_tuned_set():
         VarianceRequest(tune_trials=3)
     with pytest.raises(ValueError, match="tune_trials must be a positive integer"):
         VarianceRequest(tune_trials=0, params="tuned")
+
+
+def test_missing_parameters_fail_before_any_training(ml100k_data, tmp_path):
+    request = VarianceRequest(min_items=(50, 7), at_options=(False,), seeds=(0,),
+                              settings=FEW_STEPS)
+    with pytest.raises(AtrecError, match="no parameters for ml-100k-min7/item"):
+        run_variance(request, ml100k_data, root=tmp_path, figures=False)
+    assert not (tmp_path / "runs").exists()
