@@ -365,8 +365,8 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
     ``storage``: an Optuna storage URL (default :func:`default_storage_url`) or a storage
     object. ``attrs`` describe what the objective measures; they are stored with a new study,
     and a worker whose ``attrs`` differ from the stored ones is refused (:class:`AtrecError`)
-    rather than mixing two objectives in one study. ``progress`` is called after every trial
-    of this worker. Returns the study's state when it is done.
+    rather than mixing two objectives in one study. ``progress`` is called once at the start
+    and after every trial of this worker. Returns the study's state when it is done.
     """
     if int(n_trials) != n_trials or n_trials < 1:
         raise AtrecError(f"--trials {n_trials}: give a positive number of trials (e.g. 25)")
@@ -394,6 +394,12 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
                                f"fill the target of {n_trials}")
             return objective(space.suggest(trial, with_at))
 
+        def report(trials) -> None:
+            if progress:
+                best_value, _ = _best(trials)
+                progress(Progress(name, min(_counts(trials)[0], n_trials), n_trials, best_value))
+
+        report(study.get_trials(deepcopy=False))
         finished: list = []
         failures = 0
         while True:
@@ -416,10 +422,7 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
                     raise AtrecError(
                         f"study {name}: {failures} trials in a row failed (the objective gave "
                         f"NaN or no value): check the data and settings, then run again")
-            if progress:
-                trials = study.get_trials(deepcopy=False)
-                best_value, _ = _best(trials)
-                progress(Progress(name, min(_counts(trials)[0], n_trials), n_trials, best_value))
+            report(study.get_trials(deepcopy=False))
         trials = study.get_trials(deepcopy=False)
     outcome.complete = _counts(trials)[0]
     outcome.best_value, best = _best(trials)

@@ -142,7 +142,7 @@ def test_small_real_study_completes_and_exports(tiny_data, tmp_path, monkeypatch
     outcomes = tune(request, progress=seen.append, loader=lambda name: tiny_data)
     assert [o.study for o in outcomes] == ["atrec-tiny-item", "atrec-tiny-uniform"]
     assert [(o.complete, o.ran) for o in outcomes] == [(3, 3), (3, 3)]
-    assert [p.complete for p in seen] == [1, 2, 3, 1, 2, 3]
+    assert [p.complete for p in seen] == [0, 1, 2, 3, 0, 1, 2, 3]
     assert all(p.target == 3 for p in seen)
     for o in outcomes:
         # the exported best is the objective's value at those parameters, recomputed
@@ -157,12 +157,27 @@ def test_small_real_study_completes_and_exports(tiny_data, tmp_path, monkeypatch
     assert entry["storage"] == url(tmp_path) and entry["best_value"] == outcomes[0].best_value
 
 
+def test_tune_config_with_injected_objective(tiny_data, tmp_path, monkeypatch):
+    # an injected objective stands in for training; the study, export and lookup are real
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    out = tuning.tune_config(tiny_data, "nb-true", False, 4, url(tmp_path), objective=fake_loss,
+                             objective_note="fake", worker=FAST)
+    assert (out.study, out.complete) == ("atrec-tiny-nb-true", 4)
+    params, _ = get_params("tuned", "tiny", "nb-true", False)
+    assert params == out.best_params and fake_loss(params) == out.best_value
+    stored = optuna.load_study(study_name=out.study, storage=url(tmp_path)).user_attrs["atrec"]
+    assert stored["objective"] == "fake" and stored["settings"] == mf.TrainSettings().as_dict()
+
+
 def test_resume_runs_only_the_missing_trials(tmp_path):
     first, second = Counting(), Counting()
     out = run_study("resume", first, False, 2, url(tmp_path), worker=FAST)
     assert (out.complete, out.ran, len(first.calls)) == (2, 2, 2)
-    out = run_study("resume", second, False, 4, url(tmp_path), worker=FAST)
+    seen = []
+    out = run_study("resume", second, False, 4, url(tmp_path), worker=FAST, progress=seen.append)
     assert (out.complete, out.ran, len(second.calls)) == (4, 2, 2)
+    assert [p.complete for p in seen] == [2, 3, 4]
+    assert seen[0].best_value == min(fake_loss(p) for p in first.calls)
     # a finished study runs nothing more
     third = Counting()
     assert run_study("resume", third, False, 4, url(tmp_path), worker=FAST).ran == 0
