@@ -544,10 +544,10 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     """
     if loader is None:
         from atrec.preprocess import load_data as loader
+    datasets = [loader(name) for name in request.datasets]  # a missing one fails before any work
     storage = open_storage(request.storage, request.worker)
     outcomes = []
-    for dataset in request.datasets:
-        data = loader(dataset)
+    for data in datasets:
         for propensity in request.propensities:
             for with_at in request.at_options:
                 outcomes.append(tune_config(

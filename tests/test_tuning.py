@@ -399,10 +399,13 @@ def test_cli_tune_on_coat_then_params_tuned(coat_dir, tmp_path):
     (["--storage", "nosuchdb://x"], "cannot open Optuna storage nosuchdb://x"),
     (["--dataset", "imdb"], "unknown dataset 'imdb'"),
     (["--study-prefix", "a b"], "--study-prefix"),
+    (["--dataset", "yahoo"], "yahoo is not downloaded"),
 ])
-def test_cli_tune_bad_input_is_one_line(args, message, tmp_path):
+def test_cli_tune_bad_input_is_one_line(args, message, coat_dir, tmp_path):
     result = CliRunner().invoke(main, ["tune", "--quiet", *args],
-                                env={"ATREC_RESULTS_DIR": str(tmp_path)})
-    assert result.exit_code == 2
+                                env={"ATREC_RESULTS_DIR": str(tmp_path / "results"),
+                                     "ATREC_DATA_DIR": str(coat_dir)})
+    assert result.exit_code == (3 if "downloaded" in message else 2)
     assert message in result.stderr and "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "results" / "optuna.db").exists()
