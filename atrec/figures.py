@@ -79,7 +79,7 @@ def figure2(points: Sequence, params: str = "") -> Figure:
     """
     if not points:
         raise ValueError("figure2 needs at least one min_items point")
-    fig, (ax_ratio, ax_mse) = _new_figure(2, ncols=2, panel_size=(4.6, 3.4))
+    fig, (ax_ratio, ax_mse) = _new_figure(2, ncols=2, panel_size=(5.2, 3.6))
     fig.suptitle("Figure 2: MovieLens 100K, MF-IPS with vs without AT (mean ± se over seeds)"
                  + (f", params: {params}" if params else ""))
     x = np.array([p.min_items for p in points], dtype=float)
@@ -109,7 +109,7 @@ def figure2(points: Sequence, params: str = "") -> Figure:
     ax_mse.set_ylabel("MSE")
     for ax in (ax_ratio, ax_mse):
         ax.set_xscale("log")
-        ax.set_xticks(x, ticks)
+        ax.set_xticks(x, ticks, fontsize=8)
         ax.minorticks_off()
         ax.set_xlabel("min_items (min relative propensity)")
         if ax.get_legend_handles_labels()[0]:
