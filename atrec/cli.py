@@ -301,14 +301,19 @@ def run_command(datasets, propensities, with_at, without_at, params, seeds, forc
               help="Trials per study with --tune.")
 @click.option("--storage", default=None,
               help="Optuna storage URL for --tune (default: <results>/optuna.db).")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="MF-IPS training steps (default: the protocol's 500).")
+@click.option("--pre-steps", type=click.IntRange(min=1), default=None,
+              help="AT pre-training steps (default: the protocol's 150; ML-100K's training "
+                   "part is about 7x Coat's, so 150 batches are about 3 epochs there).")
 @click.option("--figure/--no-figure", default=True, show_default=True,
               help="Write Figure 2 (PNG and PDF) under <results>/figures.")
 @click.option("--force", is_flag=True, help="Recompute seeds that already have a record.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @friendly_errors
-def variance_command(min_items, with_at, without_at, seeds, params, tune, trials, storage, figure,
-                     force, fmt, quiet) -> None:
+def variance_command(min_items, with_at, without_at, seeds, params, tune, trials, storage, steps,
+                     pre_steps, figure, force, fmt, quiet) -> None:
     """The paper's variance experiment (RQ1, Figure 2) on MovieLens 100K.
 
     For each min_items: MF-IPS with the item propensity P(i) = n_i / max n_i, without and with
@@ -323,18 +328,22 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
     from atrec.variance import (
         VarianceRequest,
         describe_params,
+        describe_settings,
         parse_min_items,
+        protocol_settings,
         run_variance,
         variance_rows,
     )
 
     if tune and params not in ("default", "tuned"):
         raise AtrecError(f"--tune writes the tuned set and trains with it: drop --params {params}")
+    settings, at_settings = protocol_settings(steps, pre_steps)
     request = VarianceRequest(
         min_items=parse_min_items(min_items),
         at_options=(False, True) if with_at == without_at else (with_at,),
         seeds=tuple(parse_seeds(seeds)), params="tuned" if tune else params, force=force,
-        tune_trials=trials if tune else None, storage=storage)
+        tune_trials=trials if tune else None, storage=storage, settings=settings,
+        at_settings=at_settings)
 
     def progress(outcome):
         if not quiet:
@@ -346,7 +355,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
                           tune_progress=_TuneProgress(enabled=not quiet and sys.stderr.isatty()))
     click.echo(render(variance_rows(result.points, numeric=fmt in ("csv", "json")), fmt,
                       numparse=False))
-    _echo_notes([describe_params(result),
+    _echo_notes([describe_params(result), describe_settings(request),
                  f"{result.trained} run(s) trained, {result.reused} reused, {result.seconds:.1f} s"])
     _echo_notes(result.figures, prefix="wrote")
 

@@ -273,7 +273,8 @@ def build_point_data(ratings: RatingData, min_items: int, seed: int) -> Variance
     return build_variance_data(ratings.train, min_items, seed, ratings.checksums)
 
 
-def run_variance(request: VarianceRequest, data: RatingData | None = None, root=None,
+def run_variance(request: VarianceRequest, data: RatingData | None = None,
+                 root: Path | str | None = None,
                  figures: bool = True, out_dir: Path | None = None, quiet: bool = True,
                  progress: Callable[[ConfigOutcome], None] | None = None,
                  tune_progress: Callable | None = None) -> VarianceResult:
@@ -287,6 +288,7 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
     every tuning trial (see :func:`tune_variance`).
     """
     start = time.perf_counter()
+    root = None if root is None else Path(root)
     if data is None:
         data = ensure_data(DATASET, quiet=quiet)
     studies = []
@@ -301,6 +303,8 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
                  for m in request.min_items for at in request.at_options}
     params = {key: hp for key, (hp, _) in looked_up.items()}
     source = next(iter(looked_up.values()))[1]
+    if not request.force:
+        check_reusable(request, params_label(source), root)
     result = VarianceResult(request, [], params, source, studies=studies)
     for min_items in request.min_items:
         point_data = [build_point_data(data, min_items, s) for s in request.seeds]
@@ -323,11 +327,54 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None, root=
         from atrec.figures import figure2, save_figure
 
         if out_dir is None and root is not None:
-            out_dir = Path(root) / "figures"
+            out_dir = root / "figures"
         result.figures = save_figure(figure2(result.points, params_label(source)), FIGURE_NAME,
                                      out_dir)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def protocol_settings(steps: int | None = None, pre_steps: int | None = None) -> tuple:
+    """``(settings, at_settings)`` for a :class:`VarianceRequest`: ``None`` (PROTOCOL.md's)
+    unless ``steps`` (MF-IPS training steps, protocol 500) or ``pre_steps`` (AT pre-training
+    steps, protocol 150) are given."""
+    settings = at_settings = None
+    if steps is not None:
+        from atrec import mf
+
+        settings = mf.TrainSettings(steps=steps)
+    if pre_steps is not None:
+        from atrec import at
+
+        at_settings = at.ATSettings(pre_steps=pre_steps)
+    return settings, at_settings
+
+
+def check_reusable(request: VarianceRequest, label: str, root: Path | None = None) -> None:
+    """Refuse to reuse a record made under other protocol settings (steps, pre-training, ...).
+
+    Records are filed by (min_items, method, parameter set, seed), not by settings, so a rerun
+    with e.g. another ``pre_steps`` would otherwise silently reuse the old numbers.
+    """
+    from atrec.results import load_record, record_path
+    from atrec.tuning import _settings_dict
+
+    for with_at in request.at_options:
+        expected = _settings_dict(request.settings, request.at_settings, with_at)
+        for m in request.min_items:
+            for seed in request.seeds:
+                path = record_path(variance_dataset(m), config_key(PROPENSITY, with_at), label,
+                                   seed, root)
+                if not path.exists():
+                    continue
+                stored = load_record(path).get("protocol", {}).get("settings")
+                if stored != expected:
+                    diff = ", ".join(f"{k} {stored.get(k) if stored else None} (now {v})"
+                                     for k, v in expected.items()
+                                     if not stored or stored.get(k) != v)
+                    raise AtrecError(f"{path} was made with other settings: {diff}; rerun with "
+                                     f"--force to replace such records, or use another results "
+                                     f"folder (ATREC_RESULTS_DIR)")
 
 
 def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequence[bool],
@@ -433,6 +480,21 @@ def describe_params(result: VarianceResult) -> str:
     return f"parameters: {what}; " + "; ".join(parts)
 
 
+def describe_settings(request: VarianceRequest) -> str:
+    """One line with the training lengths used, e.g. for the report and ``variance.md``."""
+    from atrec.tuning import _settings_dict
+
+    parts = []
+    if False in request.at_options:
+        parts.append(f"MF-IPS {_settings_dict(request.settings, None, False)['steps']} steps")
+    if True in request.at_options:
+        s = _settings_dict(None, request.at_settings, True)
+        parts.append(f"AT {s['pre_steps']} pre-training + {s['iterations']} x "
+                     f"{s['steps_per_iteration']} pseudo-labelling steps")
+    default = request.settings is None and request.at_settings is None
+    return "settings: " + "; ".join(parts) + (" (PROTOCOL.md)" if default else "")
+
+
 @dataclass
 class VarianceReport:
     """What :func:`reproduce_variance` wrote: ``outputs`` (label -> path) and a one-line summary."""
@@ -462,7 +524,7 @@ def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None
     table = base / "variance.md"
     text = render(variance_rows(result.points), "markdown", numparse=False)
     atomic_write_text(table, "# Figure 2: MovieLens 100K, MF-IPS with vs without AT\n\n"
-                      f"{text}\n\n{describe_params(result)}\n")
+                      f"{text}\n\n{describe_params(result)}\n\n{describe_settings(request)}\n")
     outputs = {"variance table": table}
     outputs.update({f"figure 2 ({p.suffix[1:]})": p for p in result.figures})
     ratios = ", ".join(f"{p.min_items}: {p.ratio['mse'].mean:.3f}" for p in result.points

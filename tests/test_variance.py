@@ -1,5 +1,6 @@
 """The ML-100K variance experiment (Figure 2): pieces by hand, and end to end on the real u.data."""
 
+import dataclasses
 import json
 import math
 import os
@@ -21,8 +22,10 @@ from atrec.variance import (
     MeanSE,
     VarianceRequest,
     describe_params,
+    describe_settings,
     load_variance_params,
     parse_min_items,
+    protocol_settings,
     run_variance,
     summarize_point,
     variance_dataset,
@@ -235,3 +238,20 @@ def test_missing_parameters_fail_before_any_training(ml100k_data, tmp_path):
     with pytest.raises(AtrecError, match="no parameters for ml-100k-min7/item"):
         run_variance(request, ml100k_data, root=tmp_path, figures=False)
     assert not (tmp_path / "runs").exists()
+
+
+def test_records_of_other_settings_are_not_reused(reduced_run, ml100k_data):
+    root, request, _ = reduced_run
+    other = dataclasses.replace(request, settings=mf.TrainSettings(steps=31))
+    with pytest.raises(AtrecError, match=r"made with other settings: steps 30 \(now 31\)"):
+        run_variance(other, ml100k_data, root=root, figures=False)
+
+
+def test_protocol_settings_and_their_description():
+    assert protocol_settings() == (None, None)
+    settings, _ = protocol_settings(steps=40)
+    assert settings == mf.TrainSettings(steps=40)
+    request = VarianceRequest(at_options=(False,), settings=settings)
+    assert describe_settings(request) == "settings: MF-IPS 40 steps"
+    assert describe_settings(VarianceRequest(at_options=(False,))) == (
+        "settings: MF-IPS 500 steps (PROTOCOL.md)")
