@@ -508,18 +508,24 @@ def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None
                        quiet: bool = True, tune_trials: int | None = None) -> VarianceReport:
     """The whole Figure-2 experiment for ``atrec reproduce`` / ``make reproduce``.
 
-    Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``; writes Figure 2
-    and ``<results>/variance.md`` (the table and the parameter line). Resumable like
-    :func:`run_variance`. ``tune_trials``: tune every configuration first (25 in the protocol)
-    and train with the tuned values.
+    Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``, PROTOCOL.md's
+    settings (see :func:`variance_report`). ``tune_trials``: tune every configuration first
+    (25 in the protocol) and train with the tuned values.
     """
+    request = VarianceRequest(seeds=tuple(range(seeds)), params=TUNED if tune_trials else params,
+                              tune_trials=tune_trials)
+    return variance_report(request, root=root, quiet=quiet)
+
+
+def variance_report(request: VarianceRequest, data: RatingData | None = None,
+                    root: Path | None = None, quiet: bool = True) -> VarianceReport:
+    """:func:`run_variance`, then ``<root>/variance.md`` (the table, the parameter and settings
+    lines) beside Figure 2; returns the paths and a one-line summary. Resumable."""
     from atrec.paths import results_dir
     from atrec.results import atomic_write_text
     from atrec.tables import render
 
-    request = VarianceRequest(seeds=tuple(range(seeds)), params=TUNED if tune_trials else params,
-                              tune_trials=tune_trials)
-    result = run_variance(request, root=root, quiet=quiet)
+    result = run_variance(request, data, root=root, quiet=quiet)
     base = results_dir() if root is None else Path(root)
     table = base / "variance.md"
     text = render(variance_rows(result.points), "markdown", numparse=False)
@@ -529,6 +535,7 @@ def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None
     outputs.update({f"figure 2 ({p.suffix[1:]})": p for p in result.figures})
     ratios = ", ".join(f"{p.min_items}: {p.ratio['mse'].mean:.3f}" for p in result.points
                        if p.ratio)
-    summary = (f"{len(result.points)} min_items x {seeds} seeds: {result.trained} runs trained, "
-               f"{result.reused} reused; MSE w/ / w/o AT by min_items: {ratios}")
+    summary = (f"{len(result.points)} min_items x {len(request.seeds)} seeds: {result.trained} "
+               f"runs trained, {result.reused} reused"
+               + (f"; MSE w/ / w/o AT by min_items: {ratios}" if ratios else ""))
     return VarianceReport(result, outputs, summary)
