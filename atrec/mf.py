@@ -151,14 +151,19 @@ def gradients(params: tuple, users, items, labels, weights, lam, snips):
 
 def adam(params: tuple, m: tuple, v: tuple, grads: tuple, t, lr,
          beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8):
-    """One Adam step as TF1's ``AdamOptimizer`` computes it; ``t`` is the 1-based step."""
+    """One Adam step as TF1's ``AdamOptimizer`` computes it; ``t`` is the 1-based step.
+
+    ``t`` is a scalar, or a vector ``[R]`` giving each replica its own step count (AT skips the
+    updates of replicas that have no pseudo-labels, so their counts drift apart).
+    """
     t = tf.cast(t, tf.float32)
     lr_t = lr * tf.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t)
     new_p, new_m, new_v = [], [], []
     for p, mi, vi, g in zip(params, m, v, grads):
         mi = beta1 * mi + (1.0 - beta1) * g
         vi = beta2 * vi + (1.0 - beta2) * g * g
-        new_p.append(p - lr_t * mi / (tf.sqrt(vi) + eps))
+        lr_p = lr_t if lr_t.shape.rank == 0 else tf.reshape(lr_t, [-1] + [1] * (p.shape.rank - 1))
+        new_p.append(p - lr_p * mi / (tf.sqrt(vi) + eps))
         new_m.append(mi)
         new_v.append(vi)
     return tuple(new_p), tuple(new_m), tuple(new_v)
@@ -168,11 +173,15 @@ def zeros_like_params(params: tuple) -> tuple:
     return tuple(tf.zeros_like(p) for p in params)
 
 
-def eval_metrics(params: tuple, users, items, labels):
-    """Test MSE and MAE per replica ``[R]`` on a shared test set (``[n]`` tensors)."""
-    R = tf.shape(params[4])[0]
+def eval_metrics(params: tuple, users, items, labels, predict_fn=predict):
+    """Test MSE and MAE per replica ``[R]`` on a shared test set (``[n]`` tensors).
+
+    ``predict_fn`` (default :func:`predict`) lets another model with a leading replica axis
+    (last parameter ``[R]``) be measured the same way.
+    """
+    R = tf.shape(params[-1])[0]
     n = tf.shape(users)[0]
-    pred = predict(params, tf.broadcast_to(users, [R, n]), tf.broadcast_to(items, [R, n]))
+    pred = predict_fn(params, tf.broadcast_to(users, [R, n]), tf.broadcast_to(items, [R, n]))
     err = pred - labels[None, :]
     return tf.reduce_mean(err * err, axis=1), tf.reduce_mean(tf.abs(err), axis=1)
 
@@ -255,6 +264,17 @@ def default_chunk(replicas: int, num_users: int, num_items: int, dim: int) -> in
     return replicas if replicas * table_bytes <= 4_000_000 else 1
 
 
+def map_chunks(run, replicas: int, chunk: int, threads: int) -> list:
+    """``[run(lo, hi) for each slice of chunk replicas]``, ``threads`` slices at a time, in order."""
+    bounds = [(lo, min(lo + chunk, replicas)) for lo in range(0, replicas, chunk)]
+    if threads > 1 and len(bounds) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return list(pool.map(lambda b: run(*b), bounds))
+    return [run(*b) for b in bounds]
+
+
 def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
         settings: TrainSettings, batch_pos: np.ndarray, chunk: int | None = None,
         threads: int | None = None) -> FitResult:
@@ -287,14 +307,7 @@ def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
             tf.constant(val["rating"][sl], f32), tf.constant(val["weight"][sl], f32),
             *te, *consts)
 
-    bounds = [(lo, min(lo + chunk, R)) for lo in range(0, R, chunk)]
-    if threads > 1 and len(bounds) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            outs = list(pool.map(lambda b: run(*b), bounds))
-    else:
-        outs = [run(*b) for b in bounds]
+    outs = map_chunks(run, R, chunk, threads)
     cat = lambda k: np.concatenate([o[k].numpy() for o in outs], axis=0)  # noqa: E731
     cat1 = lambda k: np.concatenate([o[k].numpy() for o in outs], axis=1)  # noqa: E731
     params = tuple(np.concatenate([o[0][j].numpy() for o in outs], axis=0) for j in range(5))
