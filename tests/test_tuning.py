@@ -22,7 +22,7 @@ import yaml
 from click.testing import CliRunner
 from optuna.trial import TrialState
 
-from atrec import mf, tuning
+from atrec import at, mf, tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiment import validation_loss
@@ -157,16 +157,32 @@ def test_small_real_study_completes_and_exports(tiny_data, tmp_path, monkeypatch
     assert entry["storage"] == url(tmp_path) and entry["best_value"] == outcomes[0].best_value
 
 
-def test_tune_config_with_injected_objective(tiny_data, tmp_path, monkeypatch):
+@pytest.mark.parametrize("with_at", [False, True])
+def test_tune_config_with_injected_objective(with_at, tiny_data, tmp_path, monkeypatch):
     # an injected objective stands in for training; the study, export and lookup are real
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
-    out = tuning.tune_config(tiny_data, "nb-true", False, 4, url(tmp_path), objective=fake_loss,
-                             objective_note="fake", worker=FAST)
-    assert (out.study, out.complete) == ("atrec-tiny-nb-true", 4)
-    params, _ = get_params("tuned", "tiny", "nb-true", False)
+    out = tuning.tune_config(tiny_data, "nb-true", with_at, 4, url(tmp_path),
+                             objective=fake_loss, objective_note="fake", worker=FAST)
+    assert (out.study, out.complete) == (study_name("atrec", "tiny", "nb-true", with_at), 4)
+    params, _ = get_params("tuned", "tiny", "nb-true", with_at)
     assert params == out.best_params and fake_loss(params) == out.best_value
+    assert (params.epsilon is not None) == with_at
     stored = optuna.load_study(study_name=out.study, storage=url(tmp_path)).user_attrs["atrec"]
-    assert stored["objective"] == "fake" and stored["settings"] == mf.TrainSettings().as_dict()
+    defaults = at.ATSettings() if with_at else mf.TrainSettings()
+    assert stored["objective"] == "fake" and stored["settings"] == defaults.as_dict()
+
+
+def test_small_real_at_study(tiny_data, tmp_path):
+    # the real AT objective, few steps, one dim (one compilation); epsilon is searched
+    settings = at.ATSettings(pre_steps=5, iterations=2, steps_per_iteration=2, batch_size=32)
+    objective = tuning.make_objective(tiny_data, "item", True, at_settings=settings)
+    space = SearchSpace(dim_low=5, dim_high=5)
+    out = run_study("at", objective, True, 3, url(tmp_path), space=space, worker=FAST)
+    assert (out.complete, out.ran) == (3, 3)
+    trials = trials_of(url(tmp_path), "at")
+    assert len({t.params["epsilon"] for t in trials}) == 3
+    again = validation_loss(tiny_data, "item", True, out.best_params, at_settings=settings)
+    assert again == pytest.approx(out.best_value, rel=1e-6)
 
 
 def test_resume_runs_only_the_missing_trials(tmp_path):
