@@ -24,10 +24,8 @@ test: $(STAMP)
 	$(PYTHON) -m pytest -q
 
 reproduce: $(STAMP)
-	$(ATREC) download coat $(if $(COAT_SOURCE),--source $(COAT_SOURCE))
-	$(ATREC) preprocess coat
-	$(ATREC) download ml-100k $(if $(ML_SOURCE),--source $(ML_SOURCE))
-	$(ATREC) preprocess ml-100k
+	ATREC_COAT_SOURCE="$(COAT_SOURCE)" ATREC_ML_100K_SOURCE="$(ML_SOURCE)" \
+	ATREC_YAHOO_SOURCE="$(ATREC_YAHOO_SOURCE)" $(ATREC) reproduce $(if $(TUNE),--tune)
 
 bench: $(STAMP)
 	$(PYTHON) benchmarks/run.py
