@@ -29,6 +29,7 @@ from atrec.variance import (
     run_variance,
     summarize_point,
     variance_dataset,
+    variance_report,
     variance_rows,
 )
 
@@ -255,3 +256,37 @@ def test_protocol_settings_and_their_description():
     assert describe_settings(request) == "settings: MF-IPS 40 steps"
     assert describe_settings(VarianceRequest(at_options=(False,))) == (
         "settings: MF-IPS 500 steps (PROTOCOL.md)")
+
+
+def test_end_to_end_with_at_reduced(ml100k_data, tmp_path):
+    from atrec import at
+
+    short_at = at.ATSettings(pre_steps=20, iterations=2, steps_per_iteration=3)
+    request = VarianceRequest(min_items=(50,), seeds=(0, 1), settings=FEW_STEPS,
+                              at_settings=short_at)
+    result = run_variance(request, ml100k_data, root=tmp_path)
+    (p,) = result.points
+    assert p.paired_seeds == (0, 1) and result.trained == 4
+    recs = {(at_, s): json.loads(record_path("ml-100k-min50", "item-at" if at_ else "item",
+                                             "default", s, tmp_path).read_text())
+            for at_ in (False, True) for s in (0, 1)}
+    ratios = [recs[True, s]["metrics"]["mse"] / recs[False, s]["metrics"]["mse"] for s in (0, 1)]
+    assert p.ratio["mse"].mean == pytest.approx(np.mean(ratios))
+    at_rec = recs[True, 1]
+    assert at_rec["params"]["epsilon"] == pytest.approx(0.16376442797241736)
+    assert at_rec["protocol"]["settings"]["pre_steps"] == 20
+    assert len(at_rec["trace"]["test_mse"]) == 6 and at_rec["experiment"]["data_seed"] == 1
+    # A1/A2 and MF-IPS see the same data and weights: same train/test sizes per seed
+    assert at_rec["protocol"]["n_test"] == recs[False, 1]["protocol"]["n_test"]
+    assert "w/ AT: dim=20, lam=0.00100694, epsilon=0.163764" in describe_params(result)
+    assert describe_settings(request) == (
+        "settings: MF-IPS 30 steps; AT 20 pre-training + 2 x 3 pseudo-labelling steps")
+    assert [f.name for f in result.figures] == ["figure2_variance.png", "figure2_variance.pdf"]
+    # the report for 'atrec reproduce' reuses every record and writes the table beside the figure
+    report = variance_report(request, ml100k_data, root=tmp_path)
+    assert report.result.trained == 0 and report.result.reused == 4
+    assert set(report.outputs) == {"variance table", "figure 2 (png)", "figure 2 (pdf)"}
+    text = report.outputs["variance table"].read_text()
+    assert "| 50 " in text and p.ratio["mse"].text() in text
+    assert "parameters: default set" in text and "AT 20 pre-training" in text
+    assert report.summary.endswith(f"MSE w/ / w/o AT by min_items: 50: {p.ratio['mse'].mean:.3f}")
