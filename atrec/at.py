@@ -10,7 +10,9 @@ chosen propensity and different initialisations, A3 is MF with propensity 1. All
    ``randint(0, n_train, 1024)`` from one ``RandomState(12345)``, in the order A3, A1, A2
    (:func:`pretrain_positions`).
 2. Pseudo-labelling, ``iterations x steps_per_iteration`` (10 x 10) steps, the candidates re-drawn
-   at every step as in the authors' code (the paper's Algorithm 1 draws once per iteration).
+   at every step as in the authors' code (``resample="step"``). The paper's Algorithm 1 draws the
+   pool once per iteration, labelled by A1 at that moment (``resample="iteration"``: every step
+   then draws its batches from that pool; the update order stays the authors').
    Each step draws ``candidate_factor * n_train`` candidate pairs, keeps those where
    ``|A1 - A2| <= epsilon`` with A1's prediction (a float) as the pseudo-rating, and draws three
    batches of ``batch_size`` from the survivors: A3 is updated on the first (weights 1), then A3's
@@ -73,6 +75,9 @@ from atrec import mf
 
 TRACE_NAMES = ("pseudo_loss", "discrepancy", "n_pseudo", "val_loss", "test_mse", "test_mae")
 ROLES = ("A1", "A2", "A3")
+# When the candidate pool is re-drawn: every pseudo-labelling step (the authors' code) or once per
+# iteration (the paper's Algorithm 1).
+RESAMPLE = ("step", "iteration")
 # Candidates evaluated at a time, over all replicas of a compiled call (measured on 2 cores,
 # benchmarks/bench_at.py): small enough for the gathered factor rows to stay in cache.
 CANDIDATE_BLOCK = 32768
@@ -90,8 +95,12 @@ class ATSettings:
     candidate_factor: int = 5
     loss: str = "snips"
     batch_seed: int | None = mf.AUTHORS_BATCH_SEED
+    resample: str = "step"
 
     def __post_init__(self) -> None:
+        if self.resample not in RESAMPLE:
+            raise ValueError(f"unknown resample '{self.resample}': choose from "
+                             f"{', '.join(RESAMPLE)}")
         for label in ("pre_steps", "iterations", "steps_per_iteration", "batch_size",
                       "candidate_factor"):
             value = getattr(self, label)
@@ -115,7 +124,7 @@ class ATSettings:
         return {"pre_steps": self.pre_steps, "iterations": self.iterations,
                 "steps_per_iteration": self.steps_per_iteration, "batch_size": self.batch_size,
                 "learning_rate": self.learning_rate, "candidate_factor": self.candidate_factor,
-                "loss": self.loss, "resample": "every step",
+                "loss": self.loss, "resample": self.resample,
                 "batch_seed": "per-seed" if self.batch_seed is None else self.batch_seed}
 
 
@@ -271,37 +280,58 @@ def _first_above(cum, j):
     return hi
 
 
+def draw_candidates(l1: Learner, p1: tuple, l2: Learner, p2: tuple, seeds, step, epsilon,
+                    n_candidates: int, num_users: int, num_items: int, block: int = 4096):
+    """The candidates of one step and their survivors, for every replica (module doc).
+
+    ``seeds`` ``[R]`` int64 stream seeds (static ``R``), ``step`` a scalar. Returns ``pairs``
+    ``[R, C]`` (int32 pair indices ``user * num_items + item``), ``cum`` ``[R, C]`` (running
+    count of survivors; ``cum[:, -1]`` is ``k``) and ``discrepancy`` ``[R]`` (mean
+    ``|A1 - A2|`` over all candidates). ``block``: candidates per replica evaluated at a time
+    (:func:`_blockwise_discrepancy`); it does not change the result.
+    """
+    step = tf.cast(step, tf.int64)
+    u01 = [_uniform01(tf.stack([seeds[r], 2 * step]), n_candidates)
+           for r in range(seeds.shape[0])]
+    pairs = _uniform_ints(tf.stack(u01), num_users * num_items)           # uniform over pairs
+    diff = _blockwise_discrepancy(l1, p1, l2, p2, pairs, num_items, block)
+    cum = tf.cumsum(tf.cast(diff <= epsilon, tf.int32), axis=1)
+    return pairs, cum, tf.reduce_mean(diff, axis=1)
+
+
+def draw_batches(l1: Learner, p1: tuple, pairs, cum, seeds, step, n_batches: int,
+                 batch_size: int, num_items: int):
+    """``n_batches`` batches drawn with replacement from the survivors of :func:`draw_candidates`.
+
+    Returns ``users``, ``items``, ``labels`` (A1's prediction with parameters ``p1``) of shape
+    ``[R, n_batches, batch_size]`` (meaningless where ``k`` is 0) and ``k`` ``[R]`` int32.
+    """
+    step = tf.cast(step, tf.int64)
+    u01 = [_uniform01(tf.stack([seeds[r], 2 * step + 1]), n_batches * batch_size)
+           for r in range(seeds.shape[0])]
+    k = cum[:, -1]
+    j = _uniform_ints(tf.stack(u01), tf.maximum(k, 1)[:, None])         # [R, n_batches * B]
+    chosen = tf.gather(pairs, _first_above(cum, j), batch_dims=1)        # k = 0: some valid row
+    users, items = chosen // num_items, chosen % num_items
+    labels = l1.predict(p1, users, items)
+    shape = [pairs.shape[0], n_batches, batch_size]
+    return tf.reshape(users, shape), tf.reshape(items, shape), tf.reshape(labels, shape), k
+
+
 def draw_pseudo_batches(l1: Learner, p1: tuple, l2: Learner, p2: tuple, seeds, step,
                         epsilon, n_candidates: int, n_batches: int, batch_size: int,
                         num_users: int, num_items: int, block: int = 4096):
-    """One pseudo-labelling draw for every replica (module doc, "Sampling").
+    """One pseudo-labelling draw for every replica (module doc, "Sampling"): fresh candidates
+    (:func:`draw_candidates`), then batches from their survivors (:func:`draw_batches`).
 
-    ``seeds`` ``[R]`` int64 stream seeds (static ``R``), ``step`` a scalar. Returns ``users``,
-    ``items``, ``labels`` of shape ``[R, n_batches, batch_size]`` (labels = A1's prediction; rows
-    are meaningless where ``n_pseudo`` is 0), ``n_pseudo`` ``[R]`` int32 (survivors ``k``) and
-    ``discrepancy`` ``[R]`` (mean ``|A1 - A2|`` over all candidates). ``block``: candidates per
-    replica evaluated at a time (:func:`_blockwise_discrepancy`); it does not change the result.
+    Returns ``users``, ``items``, ``labels`` ``[R, n_batches, batch_size]``, ``n_pseudo`` ``[R]``
+    (survivors ``k``) and ``discrepancy`` ``[R]``.
     """
-    R = seeds.shape[0]
-    step = tf.cast(step, tf.int64)
-    n_pairs = num_users * num_items
-    pairs, draws = [], []
-    for r in range(R):
-        pairs.append(_uniform01(tf.stack([seeds[r], 2 * step]), n_candidates))
-        draws.append(_uniform01(tf.stack([seeds[r], 2 * step + 1]), n_batches * batch_size))
-    pairs = _uniform_ints(tf.stack(pairs), n_pairs)                     # [R, C], uniform pairs
-    diff = _blockwise_discrepancy(l1, p1, l2, p2, pairs, num_items, block)
-    keep = tf.cast(diff <= epsilon, tf.int32)
-    cum = tf.cumsum(keep, axis=1)                                        # [R, C]
-    k = cum[:, -1]
-    j = _uniform_ints(tf.stack(draws), tf.maximum(k, 1)[:, None])     # [R, n_batches * B]
-    pos = _first_above(cum, j)                                          # k = 0: some valid row
-    chosen = tf.gather(pairs, pos, batch_dims=1)
-    users, items = chosen // num_items, chosen % num_items
-    labels = l1.predict(p1, users, items)
-    shape = [R, n_batches, batch_size]
-    return (tf.reshape(users, shape), tf.reshape(items, shape), tf.reshape(labels, shape), k,
-            tf.reduce_mean(diff, axis=1))
+    pairs, cum, disc = draw_candidates(l1, p1, l2, p2, seeds, step, epsilon, n_candidates,
+                                       num_users, num_items, block)
+    users, items, labels, k = draw_batches(l1, p1, pairs, cum, seeds, step, n_batches,
+                                           batch_size, num_items)
+    return users, items, labels, k, disc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,7 +366,7 @@ def _fresh_state(params: tuple) -> tuple:
 
 @functools.cache
 def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
-              pl_steps: int, num_users: int, num_items: int):
+              pl_steps: int, resample_every: int, num_users: int, num_items: int):
     """The compiled AT loop for one choice of learners and static sizes."""
     l1, l2, l3 = learners
 
@@ -364,10 +394,25 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             lambda t, *_: t < pre_pos.shape[1], pre_body,
             (tf.constant(0), _fresh_state(p1), _fresh_state(p2), _fresh_state(p3)))
 
-        def pl_body(t, s1, s2, s3, ta):
-            u, i, y, k, disc = draw_pseudo_batches(
-                l1, s1[0], l2, s2[0], seeds, t, epsilon, candidate_factor * n_train, 3, B,
-                num_users, num_items, block=max(64, CANDIDATE_BLOCK // R))
+        def fresh_pool(t, p1, p2):
+            pairs, cum, disc = draw_candidates(l1, p1, l2, p2, seeds, t, epsilon,
+                                               candidate_factor * n_train, num_users, num_items,
+                                               block=max(64, CANDIDATE_BLOCK // R))
+            return pairs, cum, disc, p1          # A1's parameters that label this pool
+
+        # a placeholder: step 0 draws the first pool in both modes
+        C = candidate_factor * n_train
+        empty_pool = (tf.zeros([R, C], tf.int32), tf.zeros([R, C], tf.int32), tf.zeros([R]),
+                      s1[0])
+
+        def pl_body(t, s1, s2, s3, pool, ta):
+            if resample_every == 1:
+                pool = fresh_pool(t, s1[0], s2[0])
+            else:  # the paper's Algorithm 1: a new pool at the start of every iteration
+                pool = tf.cond(t % resample_every == 0, lambda: fresh_pool(t, s1[0], s2[0]),
+                               lambda: pool)
+            pairs, cum, disc, labeller = pool
+            u, i, y, k = draw_batches(l1, labeller, pairs, cum, seeds, t, 3, B, num_items)
             has = k > 0
             err = l3.predict(s3[0], u[:, 0], i[:, 0]) - y[:, 0]
             pseudo_loss = tf.where(has, tf.reduce_mean(err * err, axis=1), np.float32(np.nan))
@@ -378,12 +423,12 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             s1 = _update(l1, s1, u[:, 1], i[:, 1], y[:, 1], ones, lam, lr, snips, has)
             s2 = _update(l2, s2, u[:, 2], i[:, 2], y[:, 2], ones, lam, lr, snips, has)
             row = tf.stack([pseudo_loss, disc, tf.cast(k, tf.float32), val, mse, mae])
-            return t + 1, s1, s2, s3, ta.write(t, row)
+            return t + 1, s1, s2, s3, pool, ta.write(t, row)
 
         out = tf.while_loop(
             lambda t, *_: t < pl_steps, pl_body,
-            (tf.constant(0), s1, s2, s3, tf.TensorArray(tf.float32, size=pl_steps)))
-        _, s1, s2, s3, ta = out
+            (tf.constant(0), s1, s2, s3, empty_pool, tf.TensorArray(tf.float32, size=pl_steps)))
+        _, s1, s2, s3, _, ta = out
         return s1[0], s2[0], s3[0], ta.stack()                         # trace [steps, 6, R]
 
     return loop
@@ -464,8 +509,9 @@ def fit_at(inits: tuple[tuple, tuple, tuple], train: dict, val: dict, test: dict
     threads = threads or min(2, os.cpu_count() or 1)
     pre_pos = pretrain_positions(settings, n_train, list(seeds))
     streams = stream_seeds(settings, list(seeds))
+    resample_every = 1 if settings.resample == "step" else settings.steps_per_iteration
     loop = _compiled(tuple(learners), settings.candidate_factor, settings.pl_steps,
-                     int(num_users), int(num_items))
+                     resample_every, int(num_users), int(num_items))
     f32, i32 = np.float32, np.int32
     te = (tf.constant(test["user"], i32), tf.constant(test["item"], i32),
           tf.constant(test["rating"], f32))
