@@ -345,12 +345,27 @@ def test_another_learner_can_take_a_role(small):
     np.testing.assert_allclose(res.trace["test_mse"][-1], last_mse, rtol=1e-5)
 
 
+def test_the_three_discrepancy_paths_agree():
+    """Dense matrix product, blockwise factor gathers and plain predictions give one |A1 - A2|."""
+    p1, p2, _, absdiff = _tiny_models()
+    t1, t2 = (tuple(tf.constant(np.repeat(x, 2, axis=0)) for x in p) for p in (p1, p2))
+    pairs = tf.constant(np.random.default_rng(1).integers(0, NU * NI, (2, 77)), tf.int32)
+    plain = at.Learner("mf-by-predict", mf.predict, mf.gradients)
+    dense = at._dense_discrepancy(at.MF, t1, at.MF, t2, pairs).numpy()
+    blocks = at._blockwise_discrepancy(at.MF, t1, at.MF, t2, pairs, NI, 16).numpy()
+    by_predict = at._blockwise_discrepancy(plain, t1, plain, t2, pairs, NI, 16).numpy()
+    expected = absdiff.ravel()[pairs.numpy()]
+    for got in (dense, blocks, by_predict):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_learner_without_factors_gives_the_same_run(small, tiny_run):
     """The one-gather discrepancy of factorised learners equals A1 - A2 by predictions."""
     plain = at.Learner("mf-by-predict", mf.predict, mf.gradients)
     res = _fit(small, learners=(plain, plain, at.MF))
     assert np.array_equal(res.trace["n_pseudo"], tiny_run.trace["n_pseudo"])
-    np.testing.assert_allclose(res.trace["val_loss"], tiny_run.trace["val_loss"], rtol=1e-5)
+    for name in ("val_loss", "discrepancy", "pseudo_loss"):
+        np.testing.assert_allclose(res.trace[name], tiny_run.trace[name], rtol=1e-5)
 
 
 @pytest.mark.parametrize("change,message", [
