@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import sys
@@ -76,8 +77,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def save_record(record: dict, path: Path) -> None:
-    """Write one record atomically."""
-    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True, default=_jsonable) + "\n")
+    """Write one record atomically, as standard JSON: NaN and infinities are written as null.
+
+    (An AT step without survivors has no pseudo-label loss; readers turn null back into NaN
+    with ``np.asarray(values, dtype=float)``.)
+    """
+    text = json.dumps(_finite(record), indent=1, sort_keys=True, default=_jsonable,
+                      allow_nan=False)
+    atomic_write_text(path, text + "\n")
+
+
+def _finite(value):
+    """``value`` with every non-finite float (NumPy arrays and scalars included) as ``None``."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _finite(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _jsonable(value):

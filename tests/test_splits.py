@@ -41,3 +41,4 @@ def test_split_is_deterministic_and_partitions():
     assert not np.array_equal(a.val.user, c.val.user) or not np.array_equal(a.val.item, c.val.item)
     # the MCAR cut does not depend on the seed
     assert np.array_equal(a.test.user, c.test.user)
+
