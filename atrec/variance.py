@@ -11,10 +11,16 @@ re-sampled test set (:func:`atrec.splits.make_split`).
 Propensity: MF-IPS (and A1/A2 of AT) are weighted with the paper's Eq. ``ml_pscore``,
 ``P(i) = n_i / max_j n_j`` counted on the whole filtered data set - the very propensity that
 shaped the test set ("each model was trained with the specified propensity model ... to evaluate
-the pure effect of the variance", section 5.2) - not re-estimated on the training split as
+the pure effect of the variance", the paper's RQ1) - not re-estimated on the training split as
 atrec's ``item`` estimator would (that one floors empty counts and would make min P about twice
 as large at ``min_items = 1``). Its minimum is the check value of the paper (0.0017 at 1, 0.0859
 at 50).
+
+Training lengths: PROTOCOL.md's by default (MF-IPS 500 steps; AT 150 pre-training steps, then
+10 x 10 pseudo-labelling steps), as for Table 1 - the paper gives none for this experiment. On
+ML-100K's 45,000 training ratings 150 batches of 1,024 are about 3.4 epochs (Coat: about 25), so
+A1-A3 start pseudo-labelling far less trained than the MF-IPS they are compared with;
+``protocol_settings(pre_steps=500)`` (``--pre-steps 500``) trains them as long as MF-IPS.
 
 Records: one per (min_items, with/without AT, seed), under dataset ``ml-100k-min<N>`` and config
 ``item`` / ``item-at`` (so Table 1 never reads them), with an ``experiment`` block (min_items,
