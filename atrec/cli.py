@@ -292,8 +292,8 @@ def run_command(datasets, propensities, with_at, without_at, params, seeds, forc
 @click.option("--seeds", default="20", show_default=True,
               help="How many seeds (20 = seeds 0..19), a range (0-4) or a list (1,3,5).")
 @click.option("--params", default="default", show_default=True,
-              help="default (documented set), tuned (from 'atrec tune'), or a YAML parameter file "
-                   "with keys ml-100k-min<N> -> item / item-at.")
+              help="default (documented set), tuned (from 'atrec variance --tune'), or a YAML "
+                   "parameter file with keys ml-100k-min<N> -> item / item-at.")
 @click.option("--tune", is_flag=True,
               help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
                    "resumable) and train with the tuned values (implies --params tuned).")
