@@ -301,6 +301,11 @@ def run_command(datasets, propensities, with_at, without_at, params, seeds, forc
               help="Trials per study with --tune.")
 @click.option("--storage", default=None,
               help="Optuna storage URL for --tune (default: <results>/optuna.db).")
+@click.option("--data-draw", type=click.Choice(["fixed", "per-seed"]), default="fixed",
+              show_default=True,
+              help="fixed: one data draw (seed 12345) for all seeds, which vary split and "
+                   "initialisation; per-seed: each seed also draws its own test set (slower, "
+                   "more memory).")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="MF-IPS training steps (default: the protocol's 500).")
 @click.option("--pre-steps", type=click.IntRange(min=1), default=None,
@@ -312,8 +317,8 @@ def run_command(datasets, propensities, with_at, without_at, params, seeds, forc
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @friendly_errors
-def variance_command(min_items, with_at, without_at, seeds, params, tune, trials, storage, steps,
-                     pre_steps, figure, force, fmt, quiet) -> None:
+def variance_command(min_items, with_at, without_at, seeds, params, tune, trials, storage,
+                     data_draw, steps, pre_steps, figure, force, fmt, quiet) -> None:
     """The paper's variance experiment (RQ1, Figure 2) on MovieLens 100K.
 
     For each min_items: MF-IPS with the item propensity P(i) = n_i / max n_i, without and with
@@ -343,7 +348,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
         at_options=(False, True) if with_at == without_at else (with_at,),
         seeds=tuple(parse_seeds(seeds)), params="tuned" if tune else params, force=force,
         tune_trials=trials if tune else None, storage=storage, settings=settings,
-        at_settings=at_settings)
+        at_settings=at_settings, data_draw=data_draw)
 
     def progress(outcome):
         if not quiet:

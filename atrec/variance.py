@@ -1,12 +1,20 @@
 """The paper's variance experiment (RQ1, Figure 2) on MovieLens 100K.
 
-For every ``min_items`` (paper: 1, 2, 5, 10, 20, 50) and seed ``s``, the data is built by
-:func:`atrec.ml100k.build_variance_data` with ``seed = s``: each seed draws its own 50% candidate
-test set and its own re-sampling, so the standard errors over seeds include the variation of the
-test draw (the paper reports "standard errors", not which randomness they cover; a fixed draw
-would hide that part). The same seed then cuts the 90/10 train/validation split and initialises
-the model, as in Table 1 (:mod:`atrec.experiment`). MAE/MSE are measured on the 95% slice of the
-re-sampled test set (:func:`atrec.splits.make_split`).
+For every ``min_items`` (paper: 1, 2, 5, 10, 20, 50) the data is built by
+:func:`atrec.ml100k.build_variance_data` (50% candidate test set, re-sampled to uniform item
+exposure). Which draw a seed ``s`` trains and is tested on (``data_draw``):
+
+* ``fixed`` (default): one draw, seed 12345 (the protocol's seed for one-off cuts), for every
+  seed; ``s`` cuts the 90/10 train/validation split and initialises the model, as in Table 1.
+  Standard errors then cover training randomness only, like Table 1's. All seeds share array
+  shapes, so they are trained stacked with one compilation.
+* ``per-seed``: seed ``s`` also draws its own data, so standard errors include the variation of
+  the test draw. Test sizes then differ per seed and every run compiles anew: about 4x slower,
+  and about 60 MB of compiled code per AT run stays in the process (a per-seed grid with tuning
+  ran out of memory on a shared 24 GB machine), so it is an option, not the default.
+
+The paper does not say which randomness its standard errors cover. MAE/MSE are measured on the
+95% slice of the re-sampled test set (:func:`atrec.splits.make_split`).
 
 Propensity: MF-IPS (and A1/A2 of AT) are weighted with the paper's Eq. ``ml_pscore``,
 ``P(i) = n_i / max_j n_j`` counted on the whole filtered data set - the very propensity that
@@ -64,6 +72,8 @@ from atrec.splits import Split
 DATASET = "ml-100k"
 PROPENSITY = "item"
 DEFAULT = "default"
+DATA_DRAWS = ("fixed", "per-seed")
+DATA_SEED = TUNING_SEED  # the data draw of data_draw="fixed" (and of tuning)
 VARIANCE_METRICS = ("mae", "mse")
 FIGURE_NAME = "figure2_variance"
 
@@ -150,10 +160,14 @@ class VarianceRequest:
     force: bool = False
     settings: object = None
     at_settings: object = None
+    data_draw: str = "fixed"         # "fixed": one data draw (seed 12345); "per-seed": seed s
     tune_trials: int | None = None   # tune every (min_items, method) first, then use 'tuned'
     storage: str | None = None       # Optuna storage URL of the tuning (default: results/optuna.db)
 
     def __post_init__(self) -> None:
+        if self.data_draw not in DATA_DRAWS:
+            raise ValueError(f"unknown data_draw {self.data_draw!r}: choose from "
+                             f"{', '.join(DATA_DRAWS)}")
         if self.tune_trials is not None:
             if int(self.tune_trials) != self.tune_trials or self.tune_trials < 1:
                 raise ValueError(f"tune_trials must be a positive integer, got {self.tune_trials!r}")
@@ -167,6 +181,10 @@ class VarianceRequest:
                              f"got {self.at_options!r}")
         if not self.seeds or any(int(s) != s or s < 0 for s in self.seeds):
             raise ValueError(f"seeds must be non-negative integers, got {self.seeds!r}")
+
+    def data_seed(self, seed: int) -> int:
+        """The seed of the data draw that the run of ``seed`` trains and is tested on."""
+        return seed if self.data_draw == "per-seed" else DATA_SEED
 
 
 @dataclass(frozen=True)
@@ -255,12 +273,13 @@ class VarianceResult:
         return sum(len(o.reused) for o in self.outcomes)
 
 
-def _spec(v: VarianceData, with_at: bool, params: HyperParams, source: str, seed: int,
-          request: VarianceRequest) -> RunSpec:
+def _spec(v: VarianceData, with_at: bool, params: HyperParams, source: str,
+          seeds: tuple[int, ...], request: VarianceRequest) -> RunSpec:
     experiment = {"name": "variance", "min_items": v.min_items, "data_seed": v.seed,
+                  "data_draw": request.data_draw,
                   "min_relative_propensity": v.min_relative_propensity,
                   "propensity": "P(i) = n_i / max n_i over the filtered data (paper Eq. ml_pscore)"}
-    return RunSpec(v.data.name, PROPENSITY, with_at, params, source, (seed,), request.settings,
+    return RunSpec(v.data.name, PROPENSITY, with_at, params, source, seeds, request.settings,
                    request.at_settings if with_at else None,
                    estimator=DataItemPropensity(v.item_propensity), experiment=experiment)
 
@@ -313,20 +332,25 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
         check_reusable(request, params_label(source), root)
     result = VarianceResult(request, [], params, source, studies=studies)
     for min_items in request.min_items:
-        point_data = [build_point_data(data, min_items, s) for s in request.seeds]
+        # seeds that share a data draw are trained together (stacked, one compilation)
+        draws: dict[int, list[int]] = {}
+        for seed in request.seeds:
+            draws.setdefault(request.data_seed(seed), []).append(seed)
+        point_data = {d: build_point_data(data, min_items, d) for d in draws}
         records: list[dict] = []
         for with_at in request.at_options:
             hp = params[(min_items, with_at)]
             merged = None
-            for seed, v in zip(request.seeds, point_data):
-                spec = _spec(v, with_at, hp, source, seed, request)
-                outcome = run_config(v.data, spec, root, force=request.force)
+            for d, seeds in draws.items():
+                spec = _spec(point_data[d], with_at, hp, source, tuple(seeds), request)
+                outcome = run_config(point_data[d].data, spec, root, force=request.force)
                 merged = _merge(merged, outcome, request.seeds)
+            merged.records.sort(key=lambda r: r["seed"])
             result.outcomes.append(merged)
             records += merged.records
             if progress:
                 progress(merged)
-        first = point_data[0]
+        first = next(iter(point_data.values()))
         result.points.append(summarize_point(min_items, first.min_relative_propensity,
                                              first.data.num_users, first.data.num_items, records))
     if figures:
@@ -357,7 +381,7 @@ def protocol_settings(steps: int | None = None, pre_steps: int | None = None) ->
 
 
 def check_reusable(request: VarianceRequest, label: str, root: Path | None = None) -> None:
-    """Refuse to reuse a record made under other protocol settings (steps, pre-training, ...).
+    """Refuse to reuse a record made on another data draw or under other protocol settings.
 
     Records are filed by (min_items, method, parameter set, seed), not by settings, so a rerun
     with e.g. another ``pre_steps`` would otherwise silently reuse the old numbers.
@@ -373,7 +397,14 @@ def check_reusable(request: VarianceRequest, label: str, root: Path | None = Non
                                    seed, root)
                 if not path.exists():
                     continue
-                stored = load_record(path).get("protocol", {}).get("settings")
+                record = load_record(path)
+                data_seed = record.get("experiment", {}).get("data_seed")
+                if data_seed != request.data_seed(seed):
+                    raise AtrecError(f"{path} was trained on the data draw of seed {data_seed}, "
+                                     f"not {request.data_seed(seed)} (data_draw "
+                                     f"{request.data_draw}); rerun with --force to replace such "
+                                     f"records, or use another results folder (ATREC_RESULTS_DIR)")
+                stored = record.get("protocol", {}).get("settings")
                 if stored != expected:
                     diff = ", ".join(f"{k} {stored.get(k) if stored else None} (now {v})"
                                      for k, v in expected.items()
@@ -402,7 +433,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
     opened = tuning.open_storage(url)
     outcomes = []
     for m in min_items:
-        v = build_point_data(data, m, TUNING_SEED)
+        v = build_point_data(data, m, DATA_SEED)
         estimator = DataItemPropensity(v.item_propensity)
         for with_at in at_options:
             def objective(params: HyperParams, v=v, estimator=estimator, with_at=with_at):
@@ -498,7 +529,9 @@ def describe_settings(request: VarianceRequest) -> str:
         parts.append(f"AT {s['pre_steps']} pre-training + {s['iterations']} x "
                      f"{s['steps_per_iteration']} pseudo-labelling steps")
     default = request.settings is None and request.at_settings is None
-    return "settings: " + "; ".join(parts) + (" (PROTOCOL.md)" if default else "")
+    draw = (f"one data draw (seed {DATA_SEED}) for all seeds" if request.data_draw == "fixed"
+            else "a data draw per seed")
+    return "settings: " + "; ".join(parts) + (" (PROTOCOL.md)" if default else "") + f"; {draw}"
 
 
 @dataclass

@@ -146,20 +146,30 @@ def test_end_to_end_reduced(reduced_run):
         assert np.isfinite(mse) and mse >= mae ** 2 > 0  # Jensen: E[e^2] >= E[|e|]^2
     rec = json.loads(record_path("ml-100k-min50", "item", "default", 1, root).read_text())
     assert rec["dataset"] == "ml-100k-min50" and rec["params_source"] == "default"
-    assert rec["experiment"]["min_items"] == 50 and rec["experiment"]["data_seed"] == 1
+    assert rec["experiment"]["min_items"] == 50 and rec["experiment"]["data_seed"] == 12345
     assert rec["protocol"]["settings"]["steps"] == 30 and rec["protocol"]["num_items"] == 603
     assert [p.name for p in result.figures] == ["figure2_variance.png", "figure2_variance.pdf"]
     assert all(p.stat().st_size > 1000 for p in result.figures)
     assert "w/o AT: dim=15, lam=0.00197196" in describe_params(result)
 
 
-def test_seeds_draw_their_own_test_sets_and_weights_use_the_data_propensity(reduced_run):
-    root, _, _ = reduced_run
-    recs = [json.loads(record_path("ml-100k-min20", "item", "default", s, root).read_text())
+def test_fixed_draw_is_shared_and_per_seed_draws_differ(reduced_run, ml100k_data, tmp_path):
+    root, request, _ = reduced_run
+    fixed = [json.loads(record_path("ml-100k-min20", "item", "default", s, root).read_text())
+             for s in (0, 1)]
+    assert fixed[0]["protocol"]["n_test"] == fixed[1]["protocol"]["n_test"]
+    assert [r["experiment"]["data_draw"] for r in fixed] == ["fixed", "fixed"]
+    per_seed = dataclasses.replace(request, min_items=(20,), data_draw="per-seed")
+    run_variance(per_seed, ml100k_data, root=tmp_path, figures=False)
+    recs = [json.loads(record_path("ml-100k-min20", "item", "default", s, tmp_path).read_text())
             for s in (0, 1)]
     # same data size, different 50% test draws -> different re-sampled test sizes
+    assert [r["experiment"]["data_seed"] for r in recs] == [0, 1]
     assert recs[0]["protocol"]["n_train"] == recs[1]["protocol"]["n_train"]
     assert recs[0]["protocol"]["n_test"] != recs[1]["protocol"]["n_test"]
+    # records of one draw are never reused for the other
+    with pytest.raises(AtrecError, match="data draw of seed 12345, not 0"):
+        run_variance(per_seed, ml100k_data, root=root, figures=False)
 
 
 def test_rerun_resumes_and_gives_the_same_summary(reduced_run, ml100k_data):
@@ -226,6 +236,11 @@ def test_tuning_per_min_items_feeds_the_tuned_set(ml100k_data, tmp_path, monkeyp
     assert again.studies[0].ran == 0 and again.trained == 0
 
 
+def test_request_rejects_unknown_data_draw():
+    with pytest.raises(ValueError, match="unknown data_draw 'each'"):
+        VarianceRequest(data_draw="each")
+
+
 def test_tuning_needs_the_tuned_set():
     with pytest.raises(ValueError, match="params must be 'tuned'"):
         VarianceRequest(tune_trials=3)
@@ -253,9 +268,10 @@ def test_protocol_settings_and_their_description():
     settings, _ = protocol_settings(steps=40)
     assert settings == mf.TrainSettings(steps=40)
     request = VarianceRequest(at_options=(False,), settings=settings)
-    assert describe_settings(request) == "settings: MF-IPS 40 steps"
-    assert describe_settings(VarianceRequest(at_options=(False,))) == (
-        "settings: MF-IPS 500 steps (PROTOCOL.md)")
+    assert describe_settings(request) == (
+        "settings: MF-IPS 40 steps; one data draw (seed 12345) for all seeds")
+    assert describe_settings(VarianceRequest(at_options=(False,), data_draw="per-seed")) == (
+        "settings: MF-IPS 500 steps (PROTOCOL.md); a data draw per seed")
 
 
 def test_end_to_end_with_at_reduced(ml100k_data, tmp_path):
@@ -275,12 +291,13 @@ def test_end_to_end_with_at_reduced(ml100k_data, tmp_path):
     at_rec = recs[True, 1]
     assert at_rec["params"]["epsilon"] == pytest.approx(0.16376442797241736)
     assert at_rec["protocol"]["settings"]["pre_steps"] == 20
-    assert len(at_rec["trace"]["test_mse"]) == 6 and at_rec["experiment"]["data_seed"] == 1
+    assert len(at_rec["trace"]["test_mse"]) == 6 and at_rec["experiment"]["data_seed"] == 12345
     # A1/A2 and MF-IPS see the same data and weights: same train/test sizes per seed
     assert at_rec["protocol"]["n_test"] == recs[False, 1]["protocol"]["n_test"]
     assert "w/ AT: dim=20, lam=0.00100694, epsilon=0.163764" in describe_params(result)
     assert describe_settings(request) == (
-        "settings: MF-IPS 30 steps; AT 20 pre-training + 2 x 3 pseudo-labelling steps")
+        "settings: MF-IPS 30 steps; AT 20 pre-training + 2 x 3 pseudo-labelling steps; "
+        "one data draw (seed 12345) for all seeds")
     assert [f.name for f in result.figures] == ["figure2_variance.png", "figure2_variance.pdf"]
     # the report for 'atrec reproduce' reuses every record and writes the table beside the figure
     report = variance_report(request, ml100k_data, root=tmp_path)
