@@ -30,6 +30,14 @@ def _install_shared(name: str, tmp_path_factory) -> RatingData:
             os.environ["ATREC_DATA_DIR"] = old
 
 
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """An empty data folder for this test (``ATREC_DATA_DIR``)."""
+    folder = tmp_path / "data"
+    monkeypatch.setenv("ATREC_DATA_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def coat_data(tmp_path_factory) -> RatingData:
     """Coat as atrec loads it (train and test matrices), from the shared copy."""

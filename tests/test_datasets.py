@@ -18,20 +18,13 @@ from atrec.cli import main
 from atrec.datasets import YAHOO_TEST, YAHOO_TRAIN, FileSpec, download, get_spec, verify_file
 from atrec.errors import AtrecError, DataError
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 COAT_FILES = ("train.ascii", "test.ascii")
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "data"
-    monkeypatch.setenv("ATREC_DATA_DIR", str(folder))
-    return folder
 
 
 @pytest.fixture(scope="session")

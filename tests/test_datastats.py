@@ -1,8 +1,6 @@
 """The data statistics table: golden values by hand and from PROVENANCE.md."""
 
 import math
-import os
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +9,7 @@ from atrec.preprocess import parse_coat_matrix
 from atrec.ratings import RatingData, Ratings
 from atrec.tables import render
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 
 def _toy() -> RatingData:

@@ -1,7 +1,5 @@
 """The Figure-2 builder on tiny hand-made ratings and on the real ML-100K u.data."""
 
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +8,7 @@ from atrec.ml100k import MIN_ITEMS_GRID, build_variance_data
 from atrec.preprocess import parse_triples
 from atrec.ratings import Ratings
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,8 @@
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,15 +17,8 @@ from atrec.errors import DataError
 from atrec.preprocess import (load_data, load_processed, parse_coat_matrix, parse_triples,
                               preprocess, processed_dir)
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "data"
-    monkeypatch.setenv("ATREC_DATA_DIR", str(folder))
-    return folder
 
 
 @pytest.fixture(scope="session")

@@ -31,8 +31,7 @@ from atrec.tuning import (Progress, SearchSpace, StudyOutcome, TuneRequest, Work
                           export_best, run_study, study_name, tune)
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 FAST = WorkerSettings(heartbeat_interval=1, grace_period=2, poll_seconds=0.1)
 
 

@@ -3,8 +3,6 @@
 import dataclasses
 import json
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,8 +31,7 @@ from atrec.variance import (
     variance_rows,
 )
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 FEW_STEPS = mf.TrainSettings(steps=30)
 
 
