@@ -69,13 +69,14 @@ def figure1(stats: Sequence[dict]) -> Figure:
     return fig
 
 
-def figure2(points: Sequence, params: str = "") -> Figure:
+def figure2(points: Sequence, params: str = "", note: str = "") -> Figure:
     """Paper Figure 2: relative accuracy of MF-IPS with / without AT against ``min_items``.
 
     ``points`` are :class:`atrec.variance.VariancePoint` objects (one per ``min_items``).
     Panel (a): the per-seed ratio with AT / without AT of MSE and MAE, mean +/- standard error
     (below 1: AT is better); panel (b): MSE of both methods, mean +/- standard error. The x axis
     is logarithmic and labelled with the minimum relative propensity of each ``min_items``.
+    ``note`` (e.g. the training settings) is printed small below the panels.
     """
     if not points:
         raise ValueError("figure2 needs at least one min_items point")
@@ -114,6 +115,8 @@ def figure2(points: Sequence, params: str = "") -> Figure:
         ax.set_xlabel("min_items (min relative propensity)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
+    if note:
+        fig.supxlabel(note, fontsize=8)
     return fig
 
 

@@ -358,8 +358,8 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
 
         if out_dir is None and root is not None:
             out_dir = root / "figures"
-        result.figures = save_figure(figure2(result.points, params_label(source)), FIGURE_NAME,
-                                     out_dir)
+        fig = figure2(result.points, params_label(source), note=describe_settings(request))
+        result.figures = save_figure(fig, FIGURE_NAME, out_dir)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -95,7 +95,8 @@ def test_figure2_plots_ratios_and_mse_with_standard_errors(tmp_path):
               summarize_point(50, 50 / 583, 943, 603,
                               [rec(0, False, 1.0), rec(1, False, 1.0), rec(0, True, 0.9),
                                rec(1, True, 1.1)])]
-    fig = figure2(points, "default")
+    fig = figure2(points, "default", note="settings: MF-IPS 500 steps")
+    assert fig.get_supxlabel() == "settings: MF-IPS 500 steps"
     ratio_ax, mse_ax = fig.axes
     mse_ratio = ratio_ax.get_lines()[0].get_ydata()
     assert list(mse_ratio) == pytest.approx([0.6, 1.0])
