@@ -20,26 +20,21 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from _shared import shared_dataset  # noqa: E402
+
 AUTHORS_S_PER_SEED = {"coat": 1.9, "yahoo-size": 31.0}
 CASES = ["coat:20", "yahoo-size:4"]  # Yahoo size: 4 seeds (about 8 CPU-seconds per seed)
 
 
 def _coat():
-    from atrec.datasets import download
-    from atrec.preprocess import preprocess
-
-    os.environ["ATREC_DATA_DIR"] = tempfile.mkdtemp(prefix="atrec-bench-")
-    download("coat", source=SHARED / "coat", quiet=True)
-    return preprocess("coat", quiet=True)
+    return shared_dataset("coat")
 
 
 def run_case(case: str) -> None:

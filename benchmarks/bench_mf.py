@@ -17,15 +17,15 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from _shared import shared_dataset  # noqa: E402
+
 AUTHORS_S_PER_SEED = {"coat": 1.2, "yahoo-size": 2.3}
 SEEDS = list(range(20))
 CASES = ([f"coat:{p}" for p in ("uniform", "item", "nb-uniform")]
@@ -33,12 +33,7 @@ CASES = ([f"coat:{p}" for p in ("uniform", "item", "nb-uniform")]
 
 
 def _coat():
-    from atrec.datasets import download
-    from atrec.preprocess import preprocess
-
-    os.environ["ATREC_DATA_DIR"] = tempfile.mkdtemp(prefix="atrec-bench-")
-    download("coat", source=SHARED / "coat", quiet=True)
-    return preprocess("coat", quiet=True)
+    return shared_dataset("coat")
 
 
 def run_case(case: str) -> None:

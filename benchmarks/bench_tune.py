@@ -29,23 +29,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from atrec.names import PROPENSITIES
 from atrec.tuning import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from _shared import shared_dataset  # noqa: E402
+
 TARGET_S = 600.0
 
 
 def _coat():
-    from atrec.datasets import download
-    from atrec.preprocess import preprocess
-
-    os.environ["ATREC_DATA_DIR"] = tempfile.mkdtemp(prefix="atrec-bench-")
-    download("coat", source=SHARED / "coat", quiet=True)
-    return preprocess("coat", quiet=True)
+    return shared_dataset("coat")
 
 
 def _yahoo_size():
