@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+from _shared import shared_dataset
+
 MIN_ITEMS = (1, 50)
 CASES = [  # label, with AT, AT pre-training steps, data draw, seeds
     ("MF-IPS, 500 steps", False, None, "fixed", 20),
@@ -33,14 +33,10 @@ CASES = [  # label, with AT, AT pre-training steps, data draw, seeds
 
 
 def main() -> None:
-    from atrec.datasets import download
-    from atrec.preprocess import preprocess
     from atrec.tables import render
     from atrec.variance import VarianceRequest, protocol_settings, run_variance
 
-    os.environ["ATREC_DATA_DIR"] = tempfile.mkdtemp(prefix="atrec-bench-")
-    download("ml-100k", source=SHARED / "ml-100k", quiet=True)
-    data = preprocess("ml-100k", quiet=True)
+    data = shared_dataset("ml-100k")
     rows = []
     for label, with_at, pre_steps, draw, n_seeds in CASES:
         _, at_settings = protocol_settings(pre_steps=pre_steps)
