@@ -125,7 +125,9 @@ def _echo_notes(notes, prefix: str = "note") -> None:
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Write figures 1, 3 and 4 (PNG and PDF) under <results>/figures.")
 @click.option("--params", default="published", show_default=True,
-              help="Parameter set of the results: published, tuned, or a parameter FILE.")
+              help="Parameter set of the results: published, tuned, or a parameter FILE; "
+                   "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
+                   "per-seed (e.g. published+ips).")
 @click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
 @friendly_errors
@@ -152,7 +154,9 @@ def report_command(datasets, fmt, std, ndcg, compare, stats, claims, significanc
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format of the pass/fail tables.")
 @click.option("--params", default="published", show_default=True,
-              help="Parameter set of the results: published, tuned, or a parameter FILE.")
+              help="Parameter set of the results: published, tuned, or a parameter FILE; "
+                   "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
+                   "per-seed (e.g. published+ips).")
 @click.option("--allow-missing", is_flag=True,
               help="Cells and claims without results do not fail the check.")
 @click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,

@@ -25,7 +25,8 @@ from atrec.names import config_key
 from atrec.params import HyperParams
 from atrec.propensity import get_estimator
 from atrec.ratings import RatingData
-from atrec.results import SCHEMA, load_record, params_label, provenance, record_path, save_record
+from atrec.results import (SCHEMA, load_record, params_label, provenance, record_path, save_record,
+                           variant_suffix)
 from atrec.splits import MCAR_SPLIT_SEED, Split, make_split
 
 TUNING_SEED = 12345
@@ -69,6 +70,13 @@ class RunSpec:
     @property
     def key(self) -> str:
         return config_key(self.propensity, self.with_at)
+
+    @property
+    def label(self) -> str:
+        """Folder label: parameter set plus protocol variant (e.g. ``published+ips``)."""
+        settings = self.at_settings if self.with_at and self.at_settings else self.settings
+        variant = variant_suffix(settings.loss, settings.batch_seed) if settings else ""
+        return params_label(self.params_source) + variant
 
 
 @dataclass
@@ -160,6 +168,7 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, 
             "with_at": spec.with_at, "method": "mf-ips+at" if spec.with_at else "mf-ips",
             "seed": seed, "model_seed": seed, "batch_seed": settings.get("batch_seed"),
             "params": spec.params.as_dict(), "params_source": spec.params_source,
+            "variant": spec.label[len(params_label(spec.params_source)):],
             "metrics": metrics,
             "protocol": {"settings": settings, "validation_fraction": 0.1,
                          "mcar_split": {"eval_fraction": 0.95, "seed": MCAR_SPLIT_SEED},
@@ -203,7 +212,7 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
 
     ``on_group(done, total)`` is called after every saved group (for progress bars).
     """
-    label = params_label(spec.params_source)
+    label = spec.label
     outcome = ConfigOutcome(spec)
     todo = []
     for seed in spec.seeds:
@@ -318,7 +327,7 @@ def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
     rows = []
     for outcome in outcomes:
         spec = outcome.spec
-        summary = summarize(outcome.records, params=params_label(spec.params_source),
+        summary = summarize(outcome.records, params=spec.label,
                             expected_seeds=len(spec.seeds))
         row = {"dataset": spec.dataset, "propensity": PROPENSITY_LABELS[spec.propensity],
                "AT": "with" if spec.with_at else "without", "seeds": len(outcome.records)}

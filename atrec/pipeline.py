@@ -103,7 +103,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     def do_variance() -> str:
         from atrec import variance as var
 
-        out = var.reproduce_variance(seeds=seeds)
+        out = var.reproduce_variance(seeds=seeds, tune_trials=trials if tune else None)
         result.outputs.update(out.outputs)
         return out.summary
 

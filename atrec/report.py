@@ -429,11 +429,10 @@ def _legend(summary: Summary, fmt: str) -> str:
 def no_results_error(summary: Summary, root: Path | None, exit_code: int) -> AtrecError:
     """The one-line error for "no results to report or check", naming other parameter sets."""
     from atrec.paths import results_dir
-    from atrec.results import iter_records, params_label
+    from atrec.results import iter_records, record_label
 
     where = (results_dir() if root is None else root) / "runs"
-    others = sorted({params_label(str(r.get("params_source", "")))
-                     for r in iter_records(root)} - {summary.params})
+    others = sorted({record_label(r) for r in iter_records(root)} - {summary.params})
     hint = f" (there are results for --params {', '.join(others)})" if others else ""
     scope = ", ".join(summary.datasets) if summary.datasets else "any dataset"
     return AtrecError(f"no results for {scope} with params '{summary.params}' under {where}"

@@ -47,6 +47,27 @@ def params_label(source_label: str) -> str:
     return "file-" + hashlib.sha256(source_label.encode()).hexdigest()[:10]
 
 
+def variant_suffix(loss: str = "snips", batch_seed: int | None = 12345) -> str:
+    """How a run deviates from the authors' protocol, as a label suffix (``""`` when it does not).
+
+    ``+ips`` for the paper's Eq. 3 loss, ``+per-seed`` for per-seed batch streams. Runs of a
+    variant are filed and summarised apart (``published+ips``), never mixed with the protocol's.
+    """
+    parts = []
+    if loss != "snips":
+        parts.append(loss)
+    if batch_seed is None:
+        parts.append("per-seed")
+    elif batch_seed != 12345:
+        parts.append(f"batch-seed-{batch_seed}")
+    return "".join("+" + p for p in parts)
+
+
+def record_label(record: dict) -> str:
+    """The label a record is filed and summarised under: parameter set plus protocol variant."""
+    return params_label(str(record.get("params_source", ""))) + str(record.get("variant", ""))
+
+
 def record_path(dataset: str, key: str, label: str, seed: int, root: Path | None = None) -> Path:
     """Where the record of one run lives."""
     root = results_dir() if root is None else root

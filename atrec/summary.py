@@ -28,7 +28,7 @@ from scipy import stats
 from atrec.errors import AtrecError
 from atrec.names import PROPENSITIES, TABLE_DATASETS
 from atrec.params import PUBLISHED, TUNED
-from atrec.results import iter_records, params_label
+from atrec.results import iter_records, params_label, record_label
 
 METRICS = ("mae", "mse", "ndcg3_paper", "ndcg3_standard")
 # True when a lower value is better (error metrics), False for ranking metrics.
@@ -42,8 +42,12 @@ def resolve_params_label(params: str) -> str:
 
     A file path is labelled as :func:`atrec.params.load_param_table` labels it when training
     (``file:<absolute path>`` hashed by :func:`atrec.results.params_label`); an already formed
-    ``file-<hash>`` label is returned unchanged.
+    ``file-<hash>`` label is returned unchanged. A protocol variant suffix (``published+ips``,
+    ``tuned+per-seed``, see :func:`atrec.results.variant_suffix`) is kept.
     """
+    if "+" in params and not Path(params).exists():
+        base, _, variant = params.partition("+")
+        return resolve_params_label(base) + "+" + variant
     if params in (PUBLISHED, TUNED) or params.startswith("file-"):
         return params
     if not params:
@@ -227,7 +231,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         _check_record(record)
         if wanted is not None and record["dataset"] not in wanted:
             continue
-        if params_label(str(record["params_source"])) != params:
+        if record_label(record) != params:
             continue
         dataset, propensity = record["dataset"], record["propensity"]
         with_at, seed = bool(record["with_at"]), int(record["seed"])

@@ -95,3 +95,25 @@ def test_coat_without_at_reproduces_table1_within_one_percent(coat_data, tmp_pat
             assert abs(mean / published - 1) < 0.01, (outcome.spec.propensity, metric, mean)
         ndcg = sum(r["metrics"]["ndcg3_paper"] for r in recs) / 20
         assert abs(ndcg - float(paper[outcome.spec.propensity]["ndcg3_paper"])) < 0.005
+
+
+def test_protocol_variants_are_filed_and_summarised_apart(tiny_data, tmp_path):
+    from atrec.summary import resolve_params_label, summarize
+
+    base = _spec((0, 1))
+    ips = RunSpec(base.dataset, base.propensity, False, base.params, "published", (0, 1),
+                  mf.TrainSettings(steps=20, batch_size=32, loss="ips", batch_seed=None))
+    assert base.label == "published" and ips.label == "published+ips+per-seed"
+    a = run_config(tiny_data, base, tmp_path)
+    b = run_config(tiny_data, ips, tmp_path)
+    assert b.trained == [0, 1]  # the protocol's records are not reused for the variant
+    assert record_path("tiny", "item", "published+ips+per-seed", 0, tmp_path).exists()
+    assert b.records[0]["variant"] == "+ips+per-seed" and a.records[0]["variant"] == ""
+    records = a.records + b.records
+    protocol = summarize(records, params="published", expected_seeds=2)
+    variant = summarize(records, params=resolve_params_label("published+ips+per-seed"),
+                        expected_seeds=2)
+    cell = protocol.cell("tiny", "item", False, "mse")
+    assert cell.values == tuple(r["metrics"]["mse"] for r in a.records)
+    assert variant.cell("tiny", "item", False, "mse").values == tuple(
+        r["metrics"]["mse"] for r in b.records)
