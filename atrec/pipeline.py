@@ -140,7 +140,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     if tune:
         stage("tune", do_tune)
     stage("train", do_train)
-    if variance and "ml-100k" in available and _has_variance():
+    if variance and "ml-100k" in available:
         stage("variance", do_variance)
     stage("report", do_report)
     stage("check", do_check)
@@ -152,11 +152,3 @@ def tuning_path() -> Path:
     from atrec.params import tuned_params_path
 
     return tuned_params_path()
-
-
-def _has_variance() -> bool:
-    try:
-        import atrec.variance  # noqa: F401
-    except ImportError:
-        return False
-    return True
