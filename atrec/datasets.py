@@ -387,7 +387,7 @@ def _fetch(url: str, dest: Path, quiet: bool, name: str) -> None:
         reason = getattr(exc, "reason", None) or exc
         raise DataError(
             f"could not download {name} from {url} ({reason}): check the network, or fetch the "
-            f"file another way and pass --source PATH"
+            f"file another way and install it with 'atrec download {name} --source PATH'"
         ) from None
 
 
