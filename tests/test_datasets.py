@@ -301,7 +301,7 @@ def test_network_failure_points_to_source(data_dir, http_root, monkeypatch, path
     _, base = http_root
     url = f"{base}/{path}" if path else "http://127.0.0.1:9/coat.zip"  # port 9: discard
     _point_coat_at(monkeypatch, url)
-    with pytest.raises(DataError, match="pass --source PATH") as info:
+    with pytest.raises(DataError, match="atrec download coat --source PATH") as info:
         download("coat", quiet=True)
     assert "\n" not in str(info.value)
     assert _leftovers(data_dir, "coat") == [] and not (data_dir / "coat" / "raw").exists()
