@@ -204,7 +204,7 @@ def _selection_options(func, params: bool = True):
 
 
 def _train_request(datasets, propensities, with_at, without_at, seeds, params, force, batch_seed,
-                   loss, download):
+                   loss, download, **_output):
     from atrec.experiment import TrainRequest, parse_seeds
     from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
 
@@ -255,33 +255,27 @@ def _run_opts(func):
 @_selection_options
 @_run_opts
 @friendly_errors
-def train_command(datasets, propensities, with_at, without_at, params, seeds, force, batch_seed,
-                  loss, fmt, quiet) -> None:
+def train_command(**options) -> None:
     """Train configurations over seeds and save one result record per run under results/.
 
     Needs the preprocessed data (atrec download/preprocess). Seeds that already have a record
     are skipped (resume); --force recomputes. Example:
     atrec train --dataset coat --propensity item --without-at --seeds 20
     """
-    request = _train_request(datasets, propensities, with_at, without_at, seeds, params, force,
-                             batch_seed, loss, download=False)
-    _train_and_print(request, fmt, quiet)
+    _train_and_print(_train_request(download=False, **options), options["fmt"], options["quiet"])
 
 
 @main.command("run")
 @_selection_options
 @_run_opts
 @friendly_errors
-def run_command(datasets, propensities, with_at, without_at, params, seeds, force, batch_seed,
-                loss, fmt, quiet) -> None:
+def run_command(**options) -> None:
     """Download and preprocess if needed, train, and print the summary of the selection.
 
     Local sources come from ATREC_COAT_SOURCE / ATREC_ML_100K_SOURCE / ATREC_YAHOO_SOURCE when
     the data is not there yet. Example: atrec run --dataset coat --propensity item --with-at
     """
-    request = _train_request(datasets, propensities, with_at, without_at, seeds, params, force,
-                             batch_seed, loss, download=True)
-    _train_and_print(request, fmt, quiet)
+    _train_and_print(_train_request(download=True, **options), options["fmt"], options["quiet"])
 
 
 # --- variance (paper Figure 2, ML-100K) --------------------------------------------------------

@@ -282,6 +282,11 @@ def yahoo_instructions() -> str:
     )
 
 
+def source_env(name: str) -> str:
+    """The environment variable naming a local copy of ``name`` (``ATREC_COAT_SOURCE``, ...)."""
+    return "ATREC_" + name.upper().replace("-", "_") + "_SOURCE"
+
+
 def download(name: str, source: str | Path | None = None, quiet: bool = False,
              force: bool = False) -> DownloadResult:
     """Install a verified raw copy of dataset ``name`` in ``data_dir()/NAME/raw``.

@@ -261,12 +261,11 @@ def ensure_data(name: str, quiet: bool = False) -> RatingData:
     ``ATREC_YAHOO_SOURCE``) when set, else the official URL (Yahoo has none: see
     ``atrec download yahoo``).
     """
-    from atrec.datasets import download, raw_present
+    from atrec.datasets import download, raw_present, source_env
     from atrec.preprocess import load_data
 
     if not raw_present(name):
-        env = "ATREC_" + name.upper().replace("-", "_") + "_SOURCE"
-        download(name, source=os.environ.get(env) or None, quiet=quiet)
+        download(name, source=os.environ.get(source_env(name)) or None, quiet=quiet)
     return load_data(name)
 
 

@@ -25,11 +25,6 @@ from atrec.names import PROPENSITIES
 from atrec.paths import data_dir, results_dir
 
 
-def source_env(name: str) -> str:
-    """The environment variable that names a local source for dataset ``name``."""
-    return "ATREC_" + name.upper().replace("-", "_") + "_SOURCE"
-
-
 @dataclass
 class PipelineResult:
     """What :func:`reproduce` did: one line per stage, the outputs, and the check verdict."""
@@ -42,7 +37,7 @@ class PipelineResult:
 def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: bool = True,
               echo: Callable[[str], None] = print) -> PipelineResult:
     """Run every stage; ``echo`` receives one line per stage with its elapsed time."""
-    from atrec.datasets import download, raw_present
+    from atrec.datasets import download, raw_present, source_env
 
     result = PipelineResult()
 
