@@ -102,6 +102,35 @@ def test_fit_selects_the_lowest_validation_step_and_learns(tiny_data):
     assert (res.mae > 0).all()
 
 
+def _numpy_metrics(params, k, test):
+    """Test MSE and MAE of replica ``k`` of ``params``, written out in NumPy."""
+    U, V, bu, bi, b = (np.asarray(p[k], np.float64) for p in params)
+    u, i = test["user"], test["item"]
+    err = (U[u] * V[i]).sum(axis=1) + bu[u] + bi[i] + b - test["rating"]
+    return (err ** 2).mean(), np.abs(err).mean()
+
+
+def test_reported_metrics_are_those_of_the_selected_steps_parameters(tiny_data):
+    # a large learning rate overfits: replicas 0 and 1 select an early step, replica 2 the last
+    inputs = _inputs(tiny_data)
+    st = mf.TrainSettings(steps=80, batch_size=32, learning_rate=0.05)
+    init = mf.init_params(tiny_data.num_users, tiny_data.num_items, 4, [0, 1, 2])
+    pos = mf.batch_positions(st, len(inputs.splits[0].train), [0, 1, 2])
+    res = mf.fit(init, inputs.train, inputs.val, inputs.test, 1e-3, st, pos)
+    assert (res.best_step < 79).any() and (res.best_step == 79).any()
+    for k, step in enumerate(res.best_step):
+        # replay replica k alone up to its selected step: its final parameters are that step's
+        one = lambda arrays: {key: a[k:k + 1] for key, a in arrays.items()}  # noqa: E731
+        short = mf.TrainSettings(steps=int(step) + 1, batch_size=32, learning_rate=0.05)
+        replay = mf.fit(tuple(p[k:k + 1] for p in init), one(inputs.train), one(inputs.val),
+                        inputs.test, 1e-3, short, pos[k:k + 1, :step + 1])
+        mse, mae = _numpy_metrics(replay.params, 0, inputs.test)
+        assert res.mse[k] == pytest.approx(mse, rel=1e-5)
+        assert res.mae[k] == pytest.approx(mae, rel=1e-5)
+        if step < 79:  # and not the metrics of the final parameters
+            assert abs(res.mse[k] - _numpy_metrics(res.params, k, inputs.test)[0]) > 1e-3
+
+
 def test_replicas_are_independent_of_stacking_and_threads(tiny_data):
     inputs = _inputs(tiny_data)
     st = mf.TrainSettings(steps=30, batch_size=16)
