@@ -145,6 +145,38 @@ def test_replicas_are_independent_of_stacking_and_threads(tiny_data):
     np.testing.assert_array_equal(stacked.best_step, single.best_step)
 
 
+def test_tree_summed_predictions_equal_predict():
+    params = _params(R=2, nu=9, ni=6, d=7)  # an odd dimension leaves a column out of a pair
+    users = tf.constant(RNG.integers(0, 9, (2, 50)), tf.int32)
+    items = tf.constant(RNG.integers(0, 6, (2, 50)), tf.int32)
+    np.testing.assert_allclose(mf._predict_rows(params, users, items).numpy(),
+                               mf.predict(params, users, items).numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_ratings_are_ordered_by_user_then_item_within_each_replica():
+    user = np.array([[3, 1, 3, 0, 1], [2, 2, 0, 1, 0]])
+    item = np.array([[5, 7, 2, 9, 1], [4, 3, 8, 6, 2]])
+    rating = np.arange(10, dtype=np.float32).reshape(2, 5)
+    out = mf._by_user({"user": user, "item": item, "rating": rating})
+    np.testing.assert_array_equal(out["user"], [[0, 1, 1, 3, 3], [0, 0, 1, 2, 2]])
+    np.testing.assert_array_equal(out["item"], [[9, 1, 7, 2, 5], [2, 8, 6, 3, 4]])
+    np.testing.assert_array_equal(out["rating"], [[3, 4, 1, 2, 0], [9, 7, 8, 6, 5]])
+    flat = mf._by_user({"user": user[0], "item": item[0], "rating": rating[0]})
+    np.testing.assert_array_equal(flat["rating"], [3, 4, 1, 2, 0])
+
+
+def test_order_of_the_validation_ratings_does_not_matter(tiny_data):
+    inputs = _inputs(tiny_data)
+    st = mf.TrainSettings(steps=40, batch_size=32, learning_rate=0.05)
+    init = mf.init_params(tiny_data.num_users, tiny_data.num_items, 4, [0, 1, 2])
+    pos = mf.batch_positions(st, len(inputs.splits[0].train), [0, 1, 2])
+    flip = {key: a[:, ::-1] for key, a in inputs.val.items()}
+    a = mf.fit(init, inputs.train, inputs.val, inputs.test, 1e-3, st, pos)
+    b = mf.fit(init, inputs.train, flip, inputs.test, 1e-3, st, pos)
+    np.testing.assert_array_equal(a.val_trace, b.val_trace)
+    np.testing.assert_array_equal(a.mse, b.mse)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(steps=0), "steps must be >= 1, got 0"),
     (dict(batch_size=-1), "batch_size must be >= 1, got -1"),
