@@ -220,6 +220,9 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
     """The whole training loop as one XLA while loop. ``batch_pos`` is ``[R, steps, B]``."""
     steps = tf.shape(batch_pos)[1]
     R = tf.shape(tr_u)[0]
+    shapes = [tf.shape(p) for p in params]
+    unflat = lambda flat: tuple(tf.reshape(p, s) for p, s in zip(flat, shapes))  # noqa: E731
+    params = _flat(params)
     m0, v0 = zeros_like_params(params), zeros_like_params(params)
     inf = tf.fill([R], np.float32(np.inf))
     val_ta = tf.TensorArray(tf.float32, size=steps)
@@ -230,9 +233,9 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         items = tf.gather(tr_i, pos, batch_dims=1)
         labels = tf.gather(tr_r, pos, batch_dims=1)
         weights = tf.gather(tr_w, pos, batch_dims=1)
-        _, grads = gradients(params, users, items, labels, weights, lam, snips)
-        params, m, v = adam(params, m, v, grads, t + 1, lr)
-        pred = _predict_rows(params, va_u, va_i)
+        _, grads = gradients(unflat(params), users, items, labels, weights, lam, snips)
+        params, m, v = adam(params, m, v, _flat(grads), t + 1, lr)
+        pred = _predict_rows(unflat(params), va_u, va_i)
         err = pred - va_r
         val = weighted_loss(err * err, va_w, snips)
         better = val < best_val
@@ -245,8 +248,8 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         lambda t, *_: t < steps, body,
         (tf.constant(0), params, m0, v0, params, inf, tf.zeros([R], tf.int32), val_ta))
     _, params, _, _, best_params, best_val, best_step, val_ta = out
-    best_mse, best_mae = eval_metrics(best_params, te_u, te_i, te_r)
-    return params, best_val, best_step, best_mse, best_mae, val_ta.stack()
+    best_mse, best_mae = eval_metrics(unflat(best_params), te_u, te_i, te_r)
+    return unflat(params), best_val, best_step, best_mse, best_mae, val_ta.stack()
 
 
 def _predict_rows(params: tuple, users, items):
@@ -302,6 +305,17 @@ def map_chunks(run, replicas: int, chunk: int, threads: int) -> list:
         with ThreadPoolExecutor(max_workers=threads) as pool:
             return list(pool.map(lambda b: run(*b), bounds))
     return [run(*b) for b in bounds]
+
+
+def _flat(tensors: tuple) -> tuple:
+    """Each ``[R, ...]`` tensor as ``[R, n]`` (a free reshape).
+
+    The training loop keeps the embedding tables, their Adam moments and the best-step copy
+    flat: XLA's CPU code vectorises an element-wise pass over ``[R, n, dim]`` only when
+    ``dim`` is large (40 yes, 8 to 30 no: the short inner loop is unrolled and left scalar),
+    so at dims 10-30 Adam's square roots and divisions ran several times slower.
+    """
+    return tuple(tf.reshape(x, [tf.shape(x)[0], -1]) for x in tensors)
 
 
 def _by_user(cols: dict) -> dict:
