@@ -23,31 +23,20 @@ chosen propensity and different initialisations, A3 is MF with propensity 1. All
 3. A3's test MAE/MSE are reported at the pseudo-labelling step with the lowest validation loss
    (first such step on ties); nDCG@3 is the caller's, from A3's final parameters.
 
-Sampling without the list of all pairs (:func:`draw_pseudo_batches`). The authors build all
-``num_users * num_items`` pairs (15.4 M on Yahoo) and choose candidates from that list. Here a
-candidate is a pair *index* ``c`` drawn uniformly from ``0..N-1`` (``N = num_users * num_items``;
-``floor(u * N)`` with ``u`` a 53-bit uniform, so the bias is below ``N / 2^53``) and decoded as
-``(c // num_items, c % num_items)``: the same law as a uniform choice from the full list, and the
-``C = candidate_factor * n_train`` draws are independent as theirs are. The same filter
-``|A1 - A2| <= epsilon`` keeps the same survivors, in candidate order, with multiplicity (``k`` of
-them). A batch element is a position ``j`` uniform on ``0..k-1``, drawn independently with
-replacement (as ``choice(k, batch_size)``), mapped to the ``j``-th survivor through the running
-count ``cum`` of the keep mask: the ``j``-th survivor is the first candidate with ``cum > j``
-(found by bisection). So every random choice has the authors' law (candidates i.i.d. uniform over
-pairs; batch positions i.i.d. uniform over the survivor list, the three batches from one list),
-hence the survivor count ``k`` and the batches, with their duplicates within and across the three
-batches, are distributed as in their procedure, also when only a few candidates survive;
-``tests/test_at.py`` checks this against a literal NumPy version of their procedure. For
-factorised learners ``A1 - A2`` of every pair comes from one matrix product (61.6 MB at Yahoo's
-size) and the candidates are read from it (:data:`DENSE_LIMIT`); otherwise they are evaluated by
-``predict`` in blocks (:data:`CANDIDATE_BLOCK`), so no ``[R, C, dim]`` tensor is ever built.
+Sampling without the list of all pairs (:mod:`atrec.pseudolabels`). The authors build all
+``num_users * num_items`` pairs (15.4 M on Yahoo) and choose candidates from that list. Here the
+set of agreeing pairs (``|A1 - A2| <= epsilon``) is computed exactly over all pairs, the survivor
+count is drawn from its binomial law and the batch elements from the agreeing pairs, so that the
+survivor count and the three batches, with their duplicates within and across batches, have the
+authors' joint law; the argument is in that module. The trace's mean ``|A1 - A2|`` is over all
+pairs (theirs: over the candidates, an unbiased estimate of it).
 
-Randomness inside the compiled loop is stateless: a TF stateless op draws a 64-bit key from the
-seed ``[stream_seed, 2 * step + j]`` (``j`` = 0 candidate pairs, 1 batch positions; ``step`` counts
-pseudo-labelling steps) and a counter-based SplitMix64 stream expands it (:func:`_uniform01`), where a replica's ``stream_seed`` is ``settings.batch_seed`` when it is
-set (every seed then sees the same candidate pairs, like the authors' sampler reset to 12345) and
-the replica's split seed otherwise. Same seeds, same numbers on CPU; the chunking of replicas over
-compiled calls changes nothing.
+Randomness inside the compiled loop is stateless (:mod:`atrec.rng`): pseudo-labelling step
+``t`` derives three keys from the stateless seeds ``[stream_seed, 3t + j]`` (``j`` = 0 survivor
+count, 1 batch slots, 2 slot contents), where a replica's ``stream_seed`` is
+``settings.batch_seed`` when it is set (every seed then sees the same draws, like the authors'
+sampler reset to 12345) and the replica's split seed otherwise. Same seeds, same numbers on
+CPU; the chunking of replicas over compiled calls changes nothing.
 
 Learners are parameters (:class:`Learner`): any model given as pure functions ``predict`` and
 ``gradients`` over a parameter tuple whose arrays have a leading replica axis can take any of the
@@ -56,8 +45,8 @@ three. A learner that can write its prediction as an inner product plus a consta
 (``factors``) lets the discrepancy of all pairs be computed by one matrix product.
 
 Traces (Figures 3 and 4), each ``[n_pl_steps, R]``: ``pseudo_loss`` (A3's unweighted MSE on its
-pseudo-labelled batch, before its update), ``discrepancy`` (mean ``|A1 - A2|`` over ALL candidates of
-the step, survivors or not), ``n_pseudo`` (survivors ``k``), ``val_loss``, ``test_mse``,
+pseudo-labelled batch, before its update), ``discrepancy`` (mean ``|A1 - A2|`` over all pairs when the
+step's pool is drawn), ``n_pseudo`` (survivors ``k``), ``val_loss``, ``test_mse``,
 ``test_mae`` (A3 after its update).
 """
 
@@ -73,20 +62,13 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from atrec import mf
+from atrec import mf, pseudolabels
 
 TRACE_NAMES = ("pseudo_loss", "discrepancy", "n_pseudo", "val_loss", "test_mse", "test_mae")
 ROLES = ("A1", "A2", "A3")
 # When the candidate pool is re-drawn: every pseudo-labelling step (the authors' code) or once per
 # iteration (the paper's Algorithm 1).
 RESAMPLE = ("step", "iteration")
-# Candidates evaluated at a time, over all replicas of a compiled call (measured on 2 cores,
-# benchmarks/bench_at.py): small enough for the gathered factor rows to stay in cache.
-CANDIDATE_BLOCK = 32768
-# Factorised learners: A1 - A2 of all pairs by one matrix product while the [R, users, items]
-# matrix stays below this many entries (Yahoo: 15.4 M; 1.4 M candidates read from it cost 30 ms
-# of CPU per step against 47 ms for gathering their factor rows, measured at dim 40).
-DENSE_LIMIT = 2**26
 
 
 @dataclass(frozen=True)
@@ -202,157 +184,22 @@ def stream_seeds(settings: ATSettings, split_seeds: list[int]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pseudo-label sampling
-
-def _discrepancy(l1: Learner, p1: tuple, l2: Learner, p2: tuple, users, items):
-    """``A1 - A2`` at the pairs ``[R, n]``; one gather per side when both give factors."""
-    if l1.factors is None or l2.factors is None:
-        return l1.predict(p1, users, items) - l2.predict(p2, users, items)
-    fu1, fi1, c1 = l1.factors(p1)
-    fu2, fi2, c2 = l2.factors(p2)
-    fu = tf.concat([fu1, -fu2], axis=-1)
-    fi = tf.concat([fi1, fi2], axis=-1)
-    dot = tf.reduce_sum(tf.gather(fu, users, batch_dims=1) * tf.gather(fi, items, batch_dims=1),
-                        axis=-1)
-    return dot + (c1 - c2)[:, None]
-
-
-def _blockwise_discrepancy(l1: Learner, p1: tuple, l2: Learner, p2: tuple, pairs,
-                           num_items: int, block: int):
-    """``|A1 - A2|`` ``[R, C]`` at the pair indices ``pairs`` (``user * num_items + item``).
-
-    Evaluated ``block`` candidates per replica at a time in a compiled loop, so the gathered
-    ``[R, block, k]`` factor rows stay cache-sized instead of a ``[R, C, k]`` tensor (460 MB
-    per model at Yahoo's size, dim 40).
-    """
-    R, C = pairs.shape
-    n_blocks = -(-C // block)
-    padded = tf.pad(pairs, [[0, 0], [0, n_blocks * block - C]])
-    blocks = tf.transpose(tf.reshape(padded, [R, n_blocks, block]), [1, 0, 2])
-
-    def body(b, out):
-        c = blocks[b]
-        d = _discrepancy(l1, p1, l2, p2, c // num_items, c % num_items)
-        return b + 1, out.write(b, tf.abs(d))
-
-    _, out = tf.while_loop(lambda b, _: b < n_blocks, body,
-                           (tf.constant(0), tf.TensorArray(tf.float32, size=n_blocks)))
-    return tf.reshape(tf.transpose(out.stack(), [1, 0, 2]), [R, n_blocks * block])[:, :C]
-
-
-def _dense_discrepancy(l1: Learner, p1: tuple, l2: Learner, p2: tuple, pairs):
-    """``|A1 - A2|`` ``[R, C]`` at the pair indices ``pairs``, read from the whole
-    ``[R, num_users, num_items]`` matrix of ``A1 - A2``, one matrix product of the factors."""
-    fu1, fi1, c1 = l1.factors(p1)
-    fu2, fi2, c2 = l2.factors(p2)
-    full = tf.matmul(tf.concat([fu1, -fu2], axis=-1), tf.concat([fi1, fi2], axis=-1),
-                     transpose_b=True)
-    flat = tf.reshape(full, [tf.shape(full)[0], -1])
-    return tf.abs(tf.gather(flat, pairs, batch_dims=1) + (c1 - c2)[:, None])
-
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-
-
-def _uniform01(seed, n: int):
-    """``n`` uniforms on [0, 1) with 53 random bits each, as float64 ``[n]``.
-
-    A 64-bit key is drawn by ``tf.random.stateless_uniform`` from ``seed`` (shape ``[2]``); the
-    bulk comes from SplitMix64 (Steele, Lea & Flood 2014, the generator behind Java's
-    ``SplittableRandom``) of the counters ``key + (i + 1) * golden``: a stateless, counter-based
-    stream, about ten times cheaper under XLA on CPU than ``stateless_uniform`` for the 1.4 M
-    candidates per step of Yahoo's size (measured: 4 ms against 44 ms).
-    """
-    key = tf.bitcast(tf.random.stateless_uniform([], seed, minval=None, maxval=None,
-                                                 dtype=tf.int64), tf.uint64)
-    x = tf.cast(tf.range(1, n + 1, dtype=tf.int64), tf.uint64) * _GOLDEN + key
-    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, np.uint64(30))) * _MIX1
-    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, np.uint64(27))) * _MIX2
-    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, np.uint64(31)))
-    return tf.cast(tf.bitwise.right_shift(x, np.uint64(11)), tf.float64) * (2.0 ** -53)
-
-
-def _uniform_ints(uniform01, maxval):
-    """``floor(u * maxval)``: integers uniform on ``0..maxval-1`` up to ``maxval / 2^53``."""
-    return tf.cast(tf.floor(uniform01 * tf.cast(maxval, tf.float64)), tf.int32)
-
-
-def _first_above(cum, j):
-    """Per row, the first position ``p`` with ``cum[p] > j``: the ``j``-th survivor (0-based).
-
-    ``cum`` ``[R, C]`` is non-decreasing, ``j`` ``[R, m]``. A fixed number of bisection steps
-    (``ceil(log2 C)``) of ``m`` gathers each; ``tf.searchsorted`` under XLA compares every value
-    with every position (``m x C`` work), far slower here. Returns ``C - 1`` where no position
-    qualifies.
-    """
-    C = cum.shape[1]
-    lo = tf.zeros_like(j)
-    hi = tf.fill(tf.shape(j), C - 1)
-    for _ in range(max(1, int(np.ceil(np.log2(C))))):
-        mid = (lo + hi) // 2
-        above = tf.gather(cum, mid, batch_dims=1) > j
-        hi = tf.where(above, mid, hi)
-        lo = tf.where(above, lo, mid + 1)
-    return hi
-
-
-def draw_candidates(l1: Learner, p1: tuple, l2: Learner, p2: tuple, seeds, step, epsilon,
-                    n_candidates: int, num_users: int, num_items: int, block: int = 4096):
-    """The candidates of one step and their survivors, for every replica (module doc).
-
-    ``seeds`` ``[R]`` int64 stream seeds (static ``R``), ``step`` a scalar. Returns ``pairs``
-    ``[R, C]`` (int32 pair indices ``user * num_items + item``), ``cum`` ``[R, C]`` (running
-    count of survivors; ``cum[:, -1]`` is ``k``) and ``discrepancy`` ``[R]`` (mean
-    ``|A1 - A2|`` over all candidates). ``block``: candidates per replica evaluated at a time
-    (:func:`_blockwise_discrepancy`); it does not change the result.
-    """
-    step = tf.cast(step, tf.int64)
-    u01 = [_uniform01(tf.stack([seeds[r], 2 * step]), n_candidates)
-           for r in range(seeds.shape[0])]
-    pairs = _uniform_ints(tf.stack(u01), num_users * num_items)           # uniform over pairs
-    R = seeds.shape[0]
-    if l1.factors is not None and l2.factors is not None and R * num_users * num_items <= DENSE_LIMIT:
-        diff = _dense_discrepancy(l1, p1, l2, p2, pairs)
-    else:
-        diff = _blockwise_discrepancy(l1, p1, l2, p2, pairs, num_items, block)
-    cum = tf.cumsum(tf.cast(diff <= epsilon, tf.int32), axis=1)
-    return pairs, cum, tf.reduce_mean(diff, axis=1)
-
-
-def draw_batches(l1: Learner, p1: tuple, pairs, cum, seeds, step, n_batches: int,
-                 batch_size: int, num_items: int):
-    """``n_batches`` batches drawn with replacement from the survivors of :func:`draw_candidates`.
-
-    Returns ``users``, ``items``, ``labels`` (A1's prediction with parameters ``p1``) of shape
-    ``[R, n_batches, batch_size]`` (meaningless where ``k`` is 0) and ``k`` ``[R]`` int32.
-    """
-    step = tf.cast(step, tf.int64)
-    u01 = [_uniform01(tf.stack([seeds[r], 2 * step + 1]), n_batches * batch_size)
-           for r in range(seeds.shape[0])]
-    k = cum[:, -1]
-    j = _uniform_ints(tf.stack(u01), tf.maximum(k, 1)[:, None])         # [R, n_batches * B]
-    chosen = tf.gather(pairs, _first_above(cum, j), batch_dims=1)        # k = 0: some valid row
-    users, items = chosen // num_items, chosen % num_items
-    labels = l1.predict(p1, users, items)
-    shape = [pairs.shape[0], n_batches, batch_size]
-    return tf.reshape(users, shape), tf.reshape(items, shape), tf.reshape(labels, shape), k
-
+# Pseudo-label sampling (the law and its argument: atrec.pseudolabels)
 
 def draw_pseudo_batches(l1: Learner, p1: tuple, l2: Learner, p2: tuple, seeds, step,
                         epsilon, n_candidates: int, n_batches: int, batch_size: int,
-                        num_users: int, num_items: int, block: int = 4096):
-    """One pseudo-labelling draw for every replica (module doc, "Sampling"): fresh candidates
-    (:func:`draw_candidates`), then batches from their survivors (:func:`draw_batches`).
+                        num_users: int, num_items: int):
+    """One pseudo-labelling draw for every replica: a fresh pool of the current A1 and A2
+    (:func:`atrec.pseudolabels.draw_pool`), then ``n_batches`` batches from it labelled by A1.
 
     Returns ``users``, ``items``, ``labels`` ``[R, n_batches, batch_size]``, ``n_pseudo`` ``[R]``
-    (survivors ``k``) and ``discrepancy`` ``[R]``.
+    (survivors ``k``) and ``discrepancy`` ``[R]`` (mean ``|A1 - A2|`` over all pairs).
     """
-    pairs, cum, disc = draw_candidates(l1, p1, l2, p2, seeds, step, epsilon, n_candidates,
-                                       num_users, num_items, block)
-    users, items, labels, k = draw_batches(l1, p1, pairs, cum, seeds, step, n_batches,
-                                           batch_size, num_items)
-    return users, items, labels, k, disc
+    pool = pseudolabels.draw_pool(l1, p1, l2, p2, seeds, step, epsilon, n_candidates,
+                                  num_users, num_items)
+    users, items, labels, k = pseudolabels.draw_batches(pool, l1, p1, seeds, step, n_batches,
+                                                        batch_size)
+    return users, items, labels, k, pool[-1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,24 +263,29 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             (tf.constant(0), _fresh_state(p1), _fresh_state(p2), _fresh_state(p3)))
 
         def fresh_pool(t, p1, p2):
-            pairs, cum, disc = draw_candidates(l1, p1, l2, p2, seeds, t, epsilon,
-                                               candidate_factor * n_train, num_users, num_items,
-                                               block=max(64, CANDIDATE_BLOCK // R))
-            return pairs, cum, disc, p1          # A1's parameters that label this pool
+            pool = pseudolabels.draw_pool(l1, p1, l2, p2, seeds, t, epsilon,
+                                          candidate_factor * n_train, num_users, num_items)
+            return pool + (p1,)                  # A1's parameters label this pool
 
-        # a placeholder: step 0 draws the first pool in both modes
-        C = candidate_factor * n_train
-        empty_pool = (tf.zeros([R, C], tf.int32), tf.zeros([R, C], tf.int32), tf.zeros([R]),
-                      s1[0])
+        # the paper's Algorithm 1 keeps a pool for a whole iteration, so it is carried in the
+        # loop state (step 0 draws the first one); the authors' per-step pools are not
+        if resample_every == 1:
+            no_pool = ()
+        else:
+            zeros_r = tf.zeros([R], tf.int32)
+            no_pool = (tf.zeros([R, num_users, pseudolabels.n_words(num_items)], tf.int32),
+                       tf.zeros([R, num_users], tf.int32), zeros_r, zeros_r,
+                       tf.zeros([R], tf.uint64), tf.zeros([R]), s1[0])
 
         def pl_body(t, s1, s2, s3, pool, ta):
             if resample_every == 1:
-                pool = fresh_pool(t, s1[0], s2[0])
-            else:  # the paper's Algorithm 1: a new pool at the start of every iteration
+                step_pool = fresh_pool(t, s1[0], s2[0])
+            else:
                 pool = tf.cond(t % resample_every == 0, lambda: fresh_pool(t, s1[0], s2[0]),
                                lambda: pool)
-            pairs, cum, disc, labeller = pool
-            u, i, y, k = draw_batches(l1, labeller, pairs, cum, seeds, t, 3, B, num_items)
+                step_pool = pool
+            disc = step_pool[5]
+            u, i, y, k = pseudolabels.draw_batches(step_pool[:6], l1, step_pool[6], seeds, t, 3, B)
             has = k > 0
             err = l3.predict(s3[0], u[:, 0], i[:, 0]) - y[:, 0]
             pseudo_loss = tf.where(has, tf.reduce_mean(err * err, axis=1), np.float32(np.nan))
@@ -448,7 +300,7 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
 
         out = tf.while_loop(
             lambda t, *_: t < pl_steps, pl_body,
-            (tf.constant(0), s1, s2, s3, empty_pool, tf.TensorArray(tf.float32, size=pl_steps)))
+            (tf.constant(0), s1, s2, s3, no_pool, tf.TensorArray(tf.float32, size=pl_steps)))
         _, s1, s2, s3, _, ta = out
         return s1[0], s2[0], s3[0], ta.stack()                         # trace [steps, 6, R]
 

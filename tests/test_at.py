@@ -130,7 +130,7 @@ def _atrec_draws(p1, p2, eps, batch, trials):
     @tf.function(jit_compile=True)
     def draw(step):
         return at.draw_pseudo_batches(at.MF, t1, at.MF, t2, seeds, step, eps, 5 * N_TRAIN, 3,
-                                      batch, NU, NI, block=16)
+                                      batch, NU, NI)
 
     out = []
     for step in range(trials // R):
@@ -184,9 +184,9 @@ def test_sampler_has_the_authors_distribution(n_agree, batch):
     # per-pair frequencies of one batch element (independent across trials)
     first = lambda draws: np.array([b[0, 0] for _, b, *_ in draws if b is not None])
     assert _same_law(first(ours), first(ref))
-    # the mean discrepancy is over all candidates: centred on the mean |A1 - A2| of all pairs
+    # the mean discrepancy is over all pairs (the authors' candidate mean estimates it)
     disc = np.array([d[3] for d in ours])
-    assert abs(disc.mean() - absdiff.mean()) < 4 * absdiff.std() / np.sqrt(60 * trials)
+    np.testing.assert_allclose(disc, absdiff.mean(), rtol=1e-5)
 
 
 def test_sampler_test_detects_a_wrong_procedure():
@@ -343,20 +343,6 @@ def test_another_learner_can_take_a_role(small):
     pred = bu[:, inp.test["user"]] + bi[:, inp.test["item"]] + b[:, None]
     last_mse = ((pred - inp.test["rating"]) ** 2).mean(axis=1)
     np.testing.assert_allclose(res.trace["test_mse"][-1], last_mse, rtol=1e-5)
-
-
-def test_the_three_discrepancy_paths_agree():
-    """Dense matrix product, blockwise factor gathers and plain predictions give one |A1 - A2|."""
-    p1, p2, _, absdiff = _tiny_models()
-    t1, t2 = (tuple(tf.constant(np.repeat(x, 2, axis=0)) for x in p) for p in (p1, p2))
-    pairs = tf.constant(np.random.default_rng(1).integers(0, NU * NI, (2, 77)), tf.int32)
-    plain = at.Learner("mf-by-predict", mf.predict, mf.gradients)
-    dense = at._dense_discrepancy(at.MF, t1, at.MF, t2, pairs).numpy()
-    blocks = at._blockwise_discrepancy(at.MF, t1, at.MF, t2, pairs, NI, 16).numpy()
-    by_predict = at._blockwise_discrepancy(plain, t1, plain, t2, pairs, NI, 16).numpy()
-    expected = absdiff.ravel()[pairs.numpy()]
-    for got in (dense, blocks, by_predict):
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_learner_without_factors_gives_the_same_run(small, tiny_run):

@@ -1,0 +1,214 @@
+"""AT's pseudo-labels, drawn with the law of the authors' procedure without drawing candidates.
+
+The authors' procedure (PROTOCOL.md, "Asymmetric tri-training"): build the list of all
+``N = num_users * num_items`` pairs, draw ``C = candidate_factor * n_train`` candidates from it
+uniformly with replacement, keep the ``k`` candidates where ``|A1 - A2| <= epsilon`` (in candidate
+order, with their multiplicity) and draw batches of ``batch_size`` from that survivor list with
+replacement, A1's prediction as the label.
+
+Here (:func:`survivors` then :func:`draw_batches`):
+
+1. The survivor set ``S`` (pairs with ``|A1 - A2| <= epsilon``, ``|S|`` of them) is computed
+   exactly over all pairs, a block of users at a time (one matrix product per block for
+   factorised learners) and stored as a bit mask, 32 items per int32 word. The mean ``|A1 - A2|``
+   over all pairs comes out of the same pass.
+2. The survivor count is drawn as ``k ~ Binomial(C, |S| / N)`` (:func:`atrec.rng.binomial`).
+3. A batch element is a *slot* ``j`` uniform on ``0..k-1`` (independent draws with replacement),
+   and slot ``j`` holds the ``r``-th pair of ``S`` in row-major order with
+   ``r = floor(u_j * |S|)``, where ``u_j`` is the uniform of counter ``j`` of the pool's slot
+   stream (:func:`atrec.rng.uniform01_at`). Equal slots therefore hold equal pairs, within and
+   across the three batches, and distinct slots hold independent uniform draws from ``S``.
+
+Why this is the authors' law. Their candidates are i.i.d. uniform over the ``N`` pairs, so each
+survives independently with probability ``|S| / N``: ``k ~ Binomial(C, |S| / N)``. Given ``k``,
+the survivors are ``k`` i.i.d. draws uniform over ``S`` (a uniform pair conditioned on being in
+``S`` is uniform over ``S``), independent of their positions in the list. Their batches pick
+positions ``j`` i.i.d. uniform on ``0..k-1`` and take survivor ``j``. In step 3, survivor ``j``
+is replaced by slot ``j``'s content: ``k`` i.i.d. uniform draws over ``S`` as well. So ``k``, the
+three batches, their duplicates within and across batches, and their labels have exactly the
+authors' joint law, for any ``k``, also when a few pairs or none survive (``k = 0``: nothing is
+drawn; AT then skips its updates). ``tests/test_at.py`` checks this against a literal
+NumPy version of their procedure. What the authors' run has and this one does not is the list of
+non-surviving candidates: the mean ``|A1 - A2|`` of their trace is over the ``C`` candidates, an
+unbiased estimate (standard error ``sd / sqrt(C)``) of the mean over all pairs reported here.
+
+Cost. The exact count over all pairs is what the law needs (``k`` depends on ``|S|``); it is one
+``[users, k_f] x [k_f, items]`` product per step (15.4 M pairs on Yahoo, about 19 ms on one core
+at dim 40), done in user blocks that stay in cache and never stored, instead of drawing 1.4 M
+candidates, reading them from a stored 61.6 MB matrix of all pairs and a running count over them
+(about 34 ms). Locating ``3 x batch_size`` survivors is a bisection over per-user counts and a
+scan of one user's 32-bit words: microseconds.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf
+
+from atrec import rng
+
+WORD_BITS = 32
+# Entries of one block of |A1 - A2| (replicas x users x items): about 4 MB of float32, the size
+# measured fastest for the block products on 2 cores (benchmarks/bench_at.py).
+BLOCK_ENTRIES = 2**20
+def n_words(num_items: int) -> int:
+    """Words per user row of the survivor mask."""
+    return -(-num_items // WORD_BITS)
+
+
+def _block_function(l1, p1, l2, p2, block_users: int, num_users: int, num_items: int):
+    """A function ``first_user -> A1 - A2`` ``[R, block_users, num_items]`` for the users
+    ``first_user ..`` (rows past the last user repeat it; the caller masks them). Factorised
+    learners: the factor tables are built once and each block is one matrix product."""
+    n_blocks = -(-num_users // block_users)
+    if l1.factors is not None and l2.factors is not None:
+        fu1, fi1, c1 = l1.factors(p1)
+        fu2, fi2, c2 = l2.factors(p2)
+        fu = tf.concat([fu1, -fu2], axis=-1)
+        fu = tf.pad(fu, [[0, 0], [0, n_blocks * block_users - num_users], [0, 0]])
+        fi = tf.concat([fi1, fi2], axis=-1)
+        offset = (c1 - c2)[:, None, None]
+
+        def by_product(first_user):
+            block = tf.slice(fu, [0, first_user, 0], [fu.shape[0], block_users, fu.shape[2]])
+            return tf.matmul(block, fi, transpose_b=True) + offset
+        return by_product
+
+    R = p1[-1].shape[0]
+    items = tf.tile(tf.range(num_items)[None, :], [R, block_users])
+
+    def by_predict(first_user):
+        rows = tf.minimum(first_user + tf.range(block_users), num_users - 1)
+        users = tf.tile(tf.repeat(rows, num_items)[None, :], [R, 1])
+        d = l1.predict(p1, users, items) - l2.predict(p2, users, items)
+        return tf.reshape(d, [R, block_users, num_items])
+    return by_predict
+
+
+def _block_users(num_users: int, target: int) -> int:
+    """Users per block: a divisor of ``num_users`` in ``[target / 2, target]`` when there is one
+    (no ragged last block to mask), else ``target``; at least 1, at most ``num_users``."""
+    target = max(1, min(num_users, target))
+    for bu in range(target, max(1, target // 2) - 1, -1):
+        if num_users % bu == 0:
+            return bu
+    return target
+
+
+def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
+              block_entries: int = BLOCK_ENTRIES):
+    """The pairs where ``|A1 - A2| <= epsilon``, as bit words, for every replica.
+
+    Returns ``words`` ``[R, num_users, n_words]`` int32 (bit ``b`` of word ``w`` of user ``u``:
+    item ``32 w + b`` survives), ``counts`` ``[R, num_users]`` (survivors per user), ``total``
+    ``[R]`` and ``mean_abs`` ``[R]`` (mean ``|A1 - A2|`` over all pairs). ``block_entries``
+    bounds ``R x users x items`` evaluated at a time; it does not change the result.
+    """
+    R = p1[-1].shape[0]
+    W = n_words(num_items)
+    bu = _block_users(num_users, block_entries // max(1, R * num_items))
+    n_blocks = -(-num_users // bu)
+    ragged = n_blocks * bu != num_users
+    block = _block_function(l1, p1, l2, p2, bu, num_users, num_items)
+
+    def body(b, ta, abs_sum):
+        first = b * bu
+        ad = tf.abs(block(first))
+        if ragged:  # rows past the last user: never survivors, not in the mean
+            ad = tf.where((first + tf.range(bu) < num_users)[None, :, None], ad, np.inf)
+        keep = tf.pad(ad <= epsilon, [[0, 0], [0, 0], [0, W * WORD_BITS - num_items]])
+        # shifts of an iota: XLA keeps this reduction vectorised (a table of bit values or a
+        # select is about three times slower than the whole block product)
+        word = tf.reduce_sum(tf.bitwise.left_shift(
+            tf.cast(tf.reshape(keep, [R, bu, W, WORD_BITS]), tf.int32),
+            tf.range(WORD_BITS, dtype=tf.int32)), axis=-1)
+        # over users first: XLA vectorises that reduction, a flat one is latency bound
+        by_item = tf.reduce_sum(tf.where(ad < np.inf, ad, 0.0) if ragged else ad, axis=1)
+        abs_sum = abs_sum + tf.reduce_sum(tf.cast(by_item, tf.float64), axis=1)
+        return b + 1, ta.write(b, word), abs_sum
+
+    _, ta, abs_sum = tf.while_loop(
+        lambda b, *_: b < n_blocks, body,
+        (tf.constant(0), tf.TensorArray(tf.int32, size=n_blocks), tf.zeros([R], tf.float64)))
+    words = tf.reshape(tf.transpose(ta.stack(), [1, 0, 2, 3]), [R, n_blocks * bu, W])
+    words = words[:, :num_users]
+    counts = tf.reduce_sum(tf.cast(tf.raw_ops.PopulationCount(x=words), tf.int32), axis=-1)
+    total = tf.reduce_sum(counts, axis=1)
+    mean_abs = tf.cast(abs_sum / float(num_users * num_items), tf.float32)
+    return words, counts, total, mean_abs
+
+
+def _first_above(cum, r):
+    """Per row, the first position ``p`` with ``cum[p] > r`` (``cum`` ``[R, n]``
+    non-decreasing, ``r`` ``[R, m]``), by ``ceil(log2 n)`` bisection steps of ``m`` gathers;
+    ``n - 1`` where none qualifies."""
+    n = cum.shape[1]
+    lo = tf.zeros_like(r)
+    hi = tf.fill(tf.shape(r), n - 1)
+    for _ in range(max(1, int(np.ceil(np.log2(n))))):
+        mid = (lo + hi) // 2
+        above = tf.gather(cum, mid, batch_dims=1) > r
+        hi = tf.where(above, mid, hi)
+        lo = tf.where(above, lo, mid + 1)
+    return hi
+
+
+def locate(words, counts, r):
+    """The ``r``-th surviving pair (0-based, row-major), ``r`` ``[R, m]`` int32 below the
+    replica's total: returns ``users``, ``items`` ``[R, m]`` int32."""
+    cum = tf.cumsum(counts, axis=1)
+    users = _first_above(cum, r)
+    r = r - (tf.gather(cum, users, batch_dims=1) - tf.gather(counts, users, batch_dims=1))
+    row = tf.gather(words, users, batch_dims=1)                          # [R, m, W]
+    row_cum = tf.cumsum(tf.cast(tf.raw_ops.PopulationCount(x=row), tf.int32), axis=-1)
+    w = tf.reduce_sum(tf.cast(row_cum <= r[..., None], tf.int32), axis=-1)
+    w = tf.minimum(w, row.shape[-1] - 1)
+    before = tf.gather(row_cum, w, batch_dims=2) - tf.cast(
+        tf.raw_ops.PopulationCount(x=tf.gather(row, w, batch_dims=2)), tf.int32)
+    word = tf.gather(row, w, batch_dims=2)
+    r = r - before
+    set_bits = tf.bitwise.bitwise_and(
+        tf.bitwise.right_shift(word[..., None], tf.range(WORD_BITS, dtype=tf.int32)), 1)
+    bit = tf.reduce_sum(tf.cast(tf.cumsum(set_bits, axis=-1) <= r[..., None], tf.int32), -1)
+    return users, w * WORD_BITS + tf.minimum(bit, WORD_BITS - 1)
+
+
+def draw_pool(l1, p1, l2, p2, stream_seeds, step, epsilon, n_candidates: int,
+              num_users: int, num_items: int):
+    """A pseudo-label pool: the survivor mask of the current A1 and A2, its survivor count
+    ``k ~ Binomial(n_candidates, |S| / N)`` and the key of its slot contents.
+
+    ``stream_seeds`` ``[R]`` int64, ``step`` a scalar (the pool's draw step). Returns a tuple
+    ``(words, counts, total, k, slot_keys, mean_abs)``.
+    """
+    step = tf.cast(step, tf.int64)
+    words, counts, total, mean_abs = survivors(l1, p1, l2, p2, epsilon, num_users, num_items)
+    q = tf.cast(total, tf.float64) / float(num_users * num_items)
+    k = rng.binomial(rng.keys(stream_seeds, 3 * step), n_candidates, q)
+    return words, counts, total, k, rng.keys(stream_seeds, 3 * step + 2), mean_abs
+
+
+def draw_batches(pool, labeller, labeller_params, stream_seeds, step, n_batches: int,
+                 batch_size: int):
+    """``n_batches`` batches of slots of ``pool`` drawn with replacement at step ``step``.
+
+    Returns ``users``, ``items``, ``labels`` (the ``labeller``'s prediction with
+    ``labeller_params``) ``[R, n_batches, batch_size]``, meaningless where ``k`` is 0, and ``k``.
+    """
+    words, counts, total, k, slot_keys, _ = pool
+    step = tf.cast(step, tf.int64)
+    R = stream_seeds.shape[0]
+    m = n_batches * batch_size
+    pos_keys = rng.keys(stream_seeds, 3 * step + 1)
+    slots = rng.uniform_ints(rng.uniform01_at(pos_keys[:, None], tf.range(m, dtype=tf.int64)),
+                             tf.maximum(k, 1)[:, None])                   # [R, m]
+    r = rng.uniform_ints(rng.uniform01_at(slot_keys[:, None], slots),
+                         tf.maximum(total, 1)[:, None])
+    users, items = locate(words, counts, r)
+    labels = labeller.predict(labeller_params, users, items)
+    shape = [R, n_batches, batch_size]
+    return tf.reshape(users, shape), tf.reshape(items, shape), tf.reshape(labels, shape), k
