@@ -374,6 +374,7 @@ def fit_at(inits: tuple[tuple, tuple, tuple], train: dict, val: dict, test: dict
     compiled calls (default: CPU count, at most 2); results do not depend on either.
     """
     _check_inputs(inits, train, val, test, lam, epsilon, seeds, num_users, num_items)
+    val, test = mf._by_user(val), mf._by_user(test)      # evaluation gathers in table order
     R = len(seeds)
     n_train = np.shape(train["user"])[1]
     if chunk is None:
