@@ -30,7 +30,10 @@ passes over the tables about 0.36 ms (the dense gradient ``lam * U`` with the ba
 then the ``m``, ``v`` and parameter passes), the validation predictions about 0.55 ms (XLA's CPU
 code gathers the 31K user and item rows element by element, unvectorised), the best-step copy
 about 0.08 ms: 1.1 ms in all, against 2.5 ms before these changes; dim 5 0.17 ms, dim 10 0.32,
-dim 20 0.61, dim 30 0.91, dim 50 1.07 (before: 0.33, 0.92, 1.68, 1.84, 2.0). Tried and dropped
+dim 20 0.61, dim 30 0.91, dim 50 1.07 (before: 0.33, 0.92, 1.68, 1.84, 2.0). 20 seeds on the
+2-core machine (``benchmarks/bench_mf.py``, nothing else running): dim 5 0.050 s per seed, 10
+0.089, 20 0.176, 30 0.258, 40 0.350, 50 0.361 (before: 0.092, 0.251, 0.465, -, 0.806, -);
+the issue's target of 20x the authors' 2.3 s is 0.115 s, met up to dim 10. Tried and dropped
 (no gain or slower): a fused Adam that corrects only the batch rows after an L2-only pass (the
 scatters into the loop-carried tables made XLA copy them), a zero buffer for the data gradient
 read inside Adam's passes (copies again), zero-padding ``dim`` to a multiple of 8, the
@@ -306,10 +309,10 @@ def default_chunk(replicas: int, num_users: int, num_items: int, dim: int) -> in
     against 0.84 s for one replica per call on two threads), while at Yahoo's size one replica
     per call, two calls in parallel, is 3.5x faster than a 20-replica stack whose dense Adam
     update no longer fits in cache. Re-measured after the loop's rewrite (Yahoo size, 4 seeds,
-    with another job holding one of the two cores): dim 40, one replica per call on 2 threads
-    0.66 s per seed, 2 stacked on 1 thread 0.72, one per call on 1 thread 0.69, 4 stacked 0.64
-    (XLA then splits the larger passes over both cores: 1.6 ms CPU per seed-step against 1.3);
-    dim 5: 0.050, 0.056, 0.055, 0.058 s. One replica per call stays the rule at this size.
+    quiet machine, seconds per seed): dim 40, one replica per call on 2 threads 0.34, two
+    stacked on 1 thread 0.36, one per call on 1 thread 0.34 (XLA already spreads a single
+    replica's large passes over both cores), two stacked on 2 threads 0.44, four stacked 0.50;
+    dim 20: 0.174, 0.187, 0.193, 0.206, 0.226. One replica per call stays the rule at this size.
     """
     table_bytes = (num_users + num_items) * (dim + 1) * 4 * 4  # params, m, v, grads
     return replicas if replicas * table_bytes <= 4_000_000 else 1
