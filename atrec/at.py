@@ -199,7 +199,7 @@ def draw_pseudo_batches(l1: Learner, p1: tuple, l2: Learner, p2: tuple, seeds, s
                                   num_users, num_items)
     users, items, labels, k = pseudolabels.draw_batches(pool, l1, p1, seeds, step, n_batches,
                                                         batch_size)
-    return users, items, labels, k, pool[-1]
+    return users, items, labels, k, pool.mean_abs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,27 +265,21 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
         def fresh_pool(t, p1, p2):
             pool = pseudolabels.draw_pool(l1, p1, l2, p2, seeds, t, epsilon,
                                           candidate_factor * n_train, num_users, num_items)
-            return pool + (p1,)                  # A1's parameters label this pool
+            return pool, p1                      # A1's parameters label this pool
 
         # the paper's Algorithm 1 keeps a pool for a whole iteration, so it is carried in the
-        # loop state (step 0 draws the first one); the authors' per-step pools are not
-        if resample_every == 1:
-            no_pool = ()
-        else:
-            zeros_r = tf.zeros([R], tf.int32)
-            no_pool = (tf.zeros([R, num_users, pseudolabels.n_words(num_items)], tf.int32),
-                       tf.zeros([R, num_users], tf.int32), zeros_r, zeros_r,
-                       tf.zeros([R], tf.uint64), tf.zeros([R]), s1[0])
+        # loop state, the first one drawn here for step 0; the authors' per-step pools are not
+        kept = () if resample_every == 1 else fresh_pool(0, s1[0], s2[0])
 
-        def pl_body(t, s1, s2, s3, pool, ta):
+        def pl_body(t, s1, s2, s3, kept, ta):
             if resample_every == 1:
-                step_pool = fresh_pool(t, s1[0], s2[0])
+                pool, labeller = fresh_pool(t, s1[0], s2[0])
             else:
-                pool = tf.cond(t % resample_every == 0, lambda: fresh_pool(t, s1[0], s2[0]),
-                               lambda: pool)
-                step_pool = pool
-            disc = step_pool[5]
-            u, i, y, k = pseudolabels.draw_batches(step_pool[:6], l1, step_pool[6], seeds, t, 3, B)
+                kept = tf.cond((t > 0) & (t % resample_every == 0),
+                               lambda: fresh_pool(t, s1[0], s2[0]), lambda: kept)
+                pool, labeller = kept
+            disc = pool.mean_abs
+            u, i, y, k = pseudolabels.draw_batches(pool, l1, labeller, seeds, t, 3, B)
             has = k > 0
             err = l3.predict(s3[0], u[:, 0], i[:, 0]) - y[:, 0]
             pseudo_loss = tf.where(has, tf.reduce_mean(err * err, axis=1), np.float32(np.nan))
@@ -296,11 +290,11 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             s1 = _update(l1, s1, u[:, 1], i[:, 1], y[:, 1], ones, lam, lr, snips, has)
             s2 = _update(l2, s2, u[:, 2], i[:, 2], y[:, 2], ones, lam, lr, snips, has)
             row = tf.stack([pseudo_loss, disc, tf.cast(k, tf.float32), val, mse, mae])
-            return t + 1, s1, s2, s3, pool, ta.write(t, row)
+            return t + 1, s1, s2, s3, kept, ta.write(t, row)
 
         out = tf.while_loop(
             lambda t, *_: t < pl_steps, pl_body,
-            (tf.constant(0), s1, s2, s3, no_pool, tf.TensorArray(tf.float32, size=pl_steps)))
+            (tf.constant(0), s1, s2, s3, kept, tf.TensorArray(tf.float32, size=pl_steps)))
         _, s1, s2, s3, _, ta = out
         return s1[0], s2[0], s3[0], ta.stack()                         # trace [steps, 6, R]
 
@@ -374,7 +368,7 @@ def fit_at(inits: tuple[tuple, tuple, tuple], train: dict, val: dict, test: dict
     compiled calls (default: CPU count, at most 2); results do not depend on either.
     """
     _check_inputs(inits, train, val, test, lam, epsilon, seeds, num_users, num_items)
-    val, test = mf._by_user(val), mf._by_user(test)      # evaluation gathers in table order
+    val, test = mf.by_user(val), mf.by_user(test)      # evaluation gathers in table order
     R = len(seeds)
     n_train = np.shape(train["user"])[1]
     if chunk is None:

@@ -23,7 +23,7 @@ dense. ``lam`` enters the compiled loop as a value, so trying a new ``lam`` does
 The L2 term over the whole tables moves every parameter at every step, so Adam must pass over
 the whole tables (no lazy or sparse Adam is exact). Inside the loop the tables, their moments and
 the best-step copy are kept flat (``[R, n * dim]``; see :func:`_flat`), the validation ratings
-are ordered by user (:func:`_by_user`) and their dot products summed column by column
+are ordered by user (:func:`by_user`) and their dot products summed column by column
 (:func:`_predict_rows`). Measured per step on one core for one replica at Yahoo's size (15,400 x
 1,000, 280K training and 31K validation ratings) with XLA's per-fusion profile, dim 40: Adam's
 passes over the tables about 0.36 ms (the dense gradient ``lam * U`` with the batch scattered in,
@@ -340,7 +340,7 @@ def _flat(tensors: tuple) -> tuple:
     return tuple(tf.reshape(x, [tf.shape(x)[0], -1]) for x in tensors)
 
 
-def _by_user(cols: dict) -> dict:
+def by_user(cols: dict) -> dict:
     """``cols`` (arrays ``[n]`` or ``[R, n]``) with each replica's ratings ordered by user, item.
 
     The evaluation gathers then walk the user table in order instead of at random: at Yahoo's
@@ -364,7 +364,7 @@ def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
     most 2 here). Results do not depend on ``chunk`` or ``threads``: replicas are independent.
     """
     R = init[0].shape[0]
-    val, test = _by_user(val), _by_user(test)
+    val, test = by_user(val), by_user(test)
     if chunk is None:
         chunk = default_chunk(R, init[0].shape[1], init[1].shape[1], init[0].shape[2])
     threads = threads or min(2, os.cpu_count() or 1)

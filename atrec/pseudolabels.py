@@ -6,7 +6,7 @@ uniformly with replacement, keep the ``k`` candidates where ``|A1 - A2| <= epsil
 order, with their multiplicity) and draw batches of ``batch_size`` from that survivor list with
 replacement, A1's prediction as the label.
 
-Here (:func:`survivors` then :func:`draw_batches`):
+Here (:func:`draw_pool`, built on :func:`survivors`, then :func:`draw_batches`):
 
 1. The survivor set ``S`` (pairs with ``|A1 - A2| <= epsilon``, ``|S|`` of them) is computed
    exactly over all pairs, a block of users at a time (one matrix product per block for
@@ -33,8 +33,8 @@ non-surviving candidates: the mean ``|A1 - A2|`` of their trace is over the ``C`
 unbiased estimate (standard error ``sd / sqrt(C)``) of the mean over all pairs reported here.
 
 Cost. The exact count over all pairs is what the law needs (``k`` depends on ``|S|``); it is one
-``[users, k_f] x [k_f, items]`` product per step (15.4 M pairs on Yahoo, about 19 ms on one core
-at dim 40), done in user blocks that stay in cache and never stored, instead of drawing 1.4 M
+``[users, k_f] x [k_f, items]`` product per step (15.4 M pairs on Yahoo, about 17 ms on one core
+at dim 40, 22 ms with the bit packing and the mean), done in user blocks that stay in cache and never stored, instead of drawing 1.4 M
 candidates, reading them from a stored 61.6 MB matrix of all pairs and a running count over them
 (about 34 ms). Locating ``3 x batch_size`` survivors is a bisection over per-user counts and a
 scan of one user's 32-bit words: microseconds.
@@ -43,6 +43,7 @@ scan of one user's 32-bit words: microseconds.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,9 +53,26 @@ import tensorflow as tf
 from atrec import rng
 
 WORD_BITS = 32
-# Entries of one block of |A1 - A2| (replicas x users x items): about 4 MB of float32, the size
-# measured fastest for the block products on 2 cores (benchmarks/bench_at.py).
+# Entries of one block of |A1 - A2| (replicas x users x items), 4 MB of float32. Measured at
+# Yahoo's size, dim 40, 4 seeds on 2 threads: 2^16 2.03, 2^18 1.94, 2^20 2.00 s per seed, and
+# 2^22 is slower on one core; the choice matters little between 2^18 and 2^20.
 BLOCK_ENTRIES = 2**20
+
+
+class Pool(NamedTuple):
+    """A pseudo-label pool of every replica (module doc): the survivor mask ``words``
+    ``[R, num_users, n_words]`` int32, survivors per user ``counts`` ``[R, num_users]``, their
+    ``total`` ``[R]``, the survivor count ``k`` ``[R]``, the key of the slot contents
+    ``slot_keys`` ``[R]`` uint64 and the mean ``|A1 - A2|`` over all pairs ``mean_abs`` ``[R]``."""
+
+    words: tf.Tensor
+    counts: tf.Tensor
+    total: tf.Tensor
+    k: tf.Tensor
+    slot_keys: tf.Tensor
+    mean_abs: tf.Tensor
+
+
 def n_words(num_items: int) -> int:
     """Words per user row of the survivor mask."""
     return -(-num_items // WORD_BITS)
@@ -62,7 +80,7 @@ def n_words(num_items: int) -> int:
 
 def _block_function(l1, p1, l2, p2, block_users: int, num_users: int, num_items: int):
     """A function ``first_user -> A1 - A2`` ``[R, block_users, num_items]`` for the users
-    ``first_user ..`` (rows past the last user repeat it; the caller masks them). Factorised
+    ``first_user ..`` (rows past the last user are padding; the caller masks them). Factorised
     learners: the factor tables are built once and each block is one matrix product."""
     n_blocks = -(-num_users // block_users)
     if l1.factors is not None and l2.factors is not None:
@@ -167,10 +185,9 @@ def locate(words, counts, r):
     row_cum = tf.cumsum(tf.cast(tf.raw_ops.PopulationCount(x=row), tf.int32), axis=-1)
     w = tf.reduce_sum(tf.cast(row_cum <= r[..., None], tf.int32), axis=-1)
     w = tf.minimum(w, row.shape[-1] - 1)
-    before = tf.gather(row_cum, w, batch_dims=2) - tf.cast(
-        tf.raw_ops.PopulationCount(x=tf.gather(row, w, batch_dims=2)), tf.int32)
     word = tf.gather(row, w, batch_dims=2)
-    r = r - before
+    r = r - (tf.gather(row_cum, w, batch_dims=2)
+             - tf.cast(tf.raw_ops.PopulationCount(x=word), tf.int32))
     set_bits = tf.bitwise.bitwise_and(
         tf.bitwise.right_shift(word[..., None], tf.range(WORD_BITS, dtype=tf.int32)), 1)
     bit = tf.reduce_sum(tf.cast(tf.cumsum(set_bits, axis=-1) <= r[..., None], tf.int32), -1)
@@ -182,33 +199,32 @@ def draw_pool(l1, p1, l2, p2, stream_seeds, step, epsilon, n_candidates: int,
     """A pseudo-label pool: the survivor mask of the current A1 and A2, its survivor count
     ``k ~ Binomial(n_candidates, |S| / N)`` and the key of its slot contents.
 
-    ``stream_seeds`` ``[R]`` int64, ``step`` a scalar (the pool's draw step). Returns a tuple
-    ``(words, counts, total, k, slot_keys, mean_abs)``.
+    ``stream_seeds`` ``[R]`` int64, ``step`` a scalar (the pool's draw step). Returns a
+    :class:`Pool`.
     """
     step = tf.cast(step, tf.int64)
     words, counts, total, mean_abs = survivors(l1, p1, l2, p2, epsilon, num_users, num_items)
     q = tf.cast(total, tf.float64) / float(num_users * num_items)
     k = rng.binomial(rng.keys(stream_seeds, 3 * step), n_candidates, q)
-    return words, counts, total, k, rng.keys(stream_seeds, 3 * step + 2), mean_abs
+    return Pool(words, counts, total, k, rng.keys(stream_seeds, 3 * step + 2), mean_abs)
 
 
-def draw_batches(pool, labeller, labeller_params, stream_seeds, step, n_batches: int,
+def draw_batches(pool: Pool, labeller, labeller_params, stream_seeds, step, n_batches: int,
                  batch_size: int):
     """``n_batches`` batches of slots of ``pool`` drawn with replacement at step ``step``.
 
     Returns ``users``, ``items``, ``labels`` (the ``labeller``'s prediction with
     ``labeller_params``) ``[R, n_batches, batch_size]``, meaningless where ``k`` is 0, and ``k``.
     """
-    words, counts, total, k, slot_keys, _ = pool
     step = tf.cast(step, tf.int64)
     R = stream_seeds.shape[0]
     m = n_batches * batch_size
     pos_keys = rng.keys(stream_seeds, 3 * step + 1)
     slots = rng.uniform_ints(rng.uniform01_at(pos_keys[:, None], tf.range(m, dtype=tf.int64)),
-                             tf.maximum(k, 1)[:, None])                   # [R, m]
-    r = rng.uniform_ints(rng.uniform01_at(slot_keys[:, None], slots),
-                         tf.maximum(total, 1)[:, None])
-    users, items = locate(words, counts, r)
+                             tf.maximum(pool.k, 1)[:, None])              # [R, m]
+    r = rng.uniform_ints(rng.uniform01_at(pool.slot_keys[:, None], slots),
+                         tf.maximum(pool.total, 1)[:, None])
+    users, items = locate(pool.words, pool.counts, r)
     labels = labeller.predict(labeller_params, users, items)
     shape = [R, n_batches, batch_size]
-    return tf.reshape(users, shape), tf.reshape(items, shape), tf.reshape(labels, shape), k
+    return tf.reshape(users, shape), tf.reshape(items, shape), tf.reshape(labels, shape), pool.k

@@ -157,11 +157,11 @@ def test_ratings_are_ordered_by_user_then_item_within_each_replica():
     user = np.array([[3, 1, 3, 0, 1], [2, 2, 0, 1, 0]])
     item = np.array([[5, 7, 2, 9, 1], [4, 3, 8, 6, 2]])
     rating = np.arange(10, dtype=np.float32).reshape(2, 5)
-    out = mf._by_user({"user": user, "item": item, "rating": rating})
+    out = mf.by_user({"user": user, "item": item, "rating": rating})
     np.testing.assert_array_equal(out["user"], [[0, 1, 1, 3, 3], [0, 0, 1, 2, 2]])
     np.testing.assert_array_equal(out["item"], [[9, 1, 7, 2, 5], [2, 8, 6, 3, 4]])
     np.testing.assert_array_equal(out["rating"], [[3, 4, 1, 2, 0], [9, 7, 8, 6, 5]])
-    flat = mf._by_user({"user": user[0], "item": item[0], "rating": rating[0]})
+    flat = mf.by_user({"user": user[0], "item": item[0], "rating": rating[0]})
     np.testing.assert_array_equal(flat["rating"], [3, 4, 1, 2, 0])
 
 
