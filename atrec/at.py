@@ -126,8 +126,8 @@ class Learner:
     - ``gradients(params, users, items, labels, weights, lam, snips)``: ``(loss [R], grads)``
       with ``grads`` shaped as ``params``, the loss as :func:`atrec.mf.gradients` defines it
       (weighted mean of squared errors plus the learner's own regulariser);
-    - ``factors(params)`` (optional): ``(user [R, num_users, k], item [R, num_items, k],
-      offset [R])`` with ``predict(u, i) = user[u] . item[i] + offset``.
+    - ``factors(params)`` (optional): ``(user [R, num_users, k], item [R, num_items, k])`` with
+      ``predict(u, i) = user[u] . item[i]`` (a constant goes into a column of ones).
     """
 
     name: str
@@ -137,10 +137,10 @@ class Learner:
 
 
 def _mf_factors(params: tuple):
-    """MF as an inner product: ``[theta_u, b_u, 1] . [beta_i, 1, b_i] + b``."""
+    """MF as an inner product: ``[theta_u, b_u + b, 1] . [beta_i, 1, b_i]``."""
     U, V, bu, bi, b = params
-    return (tf.concat([U, bu[..., None], tf.ones_like(bu)[..., None]], axis=-1),
-            tf.concat([V, tf.ones_like(bi)[..., None], bi[..., None]], axis=-1), b)
+    return (tf.concat([U, (bu + b[:, None])[..., None], tf.ones_like(bu)[..., None]], axis=-1),
+            tf.concat([V, tf.ones_like(bi)[..., None], bi[..., None]], axis=-1))
 
 
 MF = Learner("mf", mf.predict, mf.gradients, _mf_factors)

@@ -33,11 +33,12 @@ non-surviving candidates: the mean ``|A1 - A2|`` of their trace is over the ``C`
 unbiased estimate (standard error ``sd / sqrt(C)``) of the mean over all pairs reported here.
 
 Cost. The exact count over all pairs is what the law needs (``k`` depends on ``|S|``); it is one
-``[users, k_f] x [k_f, items]`` product per step (15.4 M pairs on Yahoo, about 17 ms on one core
-at dim 40, 22 ms with the bit packing and the mean), done in user blocks that stay in cache and never stored, instead of drawing 1.4 M
-candidates, reading them from a stored 61.6 MB matrix of all pairs and a running count over them
-(about 34 ms). Locating ``3 x batch_size`` survivors is a bisection over per-user counts and a
-scan of one user's 32-bit words: microseconds.
+``[items, k_f] x [k_f, users]`` product per step, done in blocks of users that stay in L2 and are
+never stored. On Yahoo (15.4 M pairs, dim 40, one core, profiled): the product about 12.7 ms, the
+bit packing and the mean about 2.5 ms, against 34 ms for the earlier sampler that drew 1.4 M
+candidates, read them from a stored 61.6 MB matrix of all pairs and kept a running count.
+Locating ``3 x batch_size`` survivors is a bisection over per-user counts and a scan of one
+user's 32-bit words: microseconds.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ import tensorflow as tf
 from atrec import rng
 
 WORD_BITS = 32
-# Entries of one block of |A1 - A2| (replicas x users x items), 4 MB of float32. Measured at
-# Yahoo's size, dim 40, 4 seeds on 2 threads: 2^16 2.03, 2^18 1.94, 2^20 2.00 s per seed, and
-# 2^22 is slower on one core; the choice matters little between 2^18 and 2^20.
-BLOCK_ENTRIES = 2**20
+# Entries of one replica's block of |A1 - A2| (users x padded items), 1 MB of float32, the size
+# of this CPU's L2. Yahoo size, dim 40, one core, ms per survivor mask: 2^16 21.9, 2^17 17.5,
+# 2^18 15.7, 2^19 16.6. The block does not depend on the number of replicas, because the
+# product's rounding depends on its width: every replica sees the same blocks, and gets the same
+# survivors bit for bit, whichever replicas share its compiled call (several share one product
+# when their blocks are small, as on Coat).
+BLOCK_ENTRIES = 2**18
 
 
 class Pool(NamedTuple):
@@ -78,32 +82,39 @@ def n_words(num_items: int) -> int:
     return -(-num_items // WORD_BITS)
 
 
-def _block_function(l1, p1, l2, p2, block_users: int, num_users: int, num_items: int):
-    """A function ``first_user -> A1 - A2`` ``[R, block_users, num_items]`` for the users
-    ``first_user ..`` (rows past the last user are padding; the caller masks them). Factorised
-    learners: the factor tables are built once and each block is one matrix product."""
+def _block_function(l1, p1, l2, p2, group: int, block_users: int, num_users: int,
+                    num_items: int):
+    """A function ``(first_replica, first_user) -> A1 - A2`` ``[group, n_words * 32,
+    block_users]`` (items major, so that the bit packing and the sums run along the contiguous
+    user axis) for ``group`` replicas and ``block_users`` users. Rows past the last item and
+    columns past the last user are padding; the caller masks them. Factorised learners: the
+    factor tables are built once and each block is one matrix product per replica."""
     n_blocks = -(-num_users // block_users)
+    padded_items = n_words(num_items) * WORD_BITS
     if l1.factors is not None and l2.factors is not None:
-        fu1, fi1, c1 = l1.factors(p1)
-        fu2, fi2, c2 = l2.factors(p2)
+        fu1, fi1 = l1.factors(p1)
+        fu2, fi2 = l2.factors(p2)
         fu = tf.concat([fu1, -fu2], axis=-1)
         fu = tf.pad(fu, [[0, 0], [0, n_blocks * block_users - num_users], [0, 0]])
-        fi = tf.concat([fi1, fi2], axis=-1)
-        offset = (c1 - c2)[:, None, None]
+        fi = tf.pad(tf.concat([fi1, fi2], axis=-1), [[0, 0], [0, padded_items - num_items], [0, 0]])
+        k = fu.shape[2]
 
-        def by_product(first_user):
-            block = tf.slice(fu, [0, first_user, 0], [fu.shape[0], block_users, fu.shape[2]])
-            return tf.matmul(block, fi, transpose_b=True) + offset
+        def by_product(first_replica, first_user):
+            block = tf.slice(fu, [first_replica, first_user, 0], [group, block_users, k])
+            items = tf.slice(fi, [first_replica, 0, 0], [group, padded_items, k])
+            return tf.matmul(items, block, transpose_b=True)
         return by_product
 
-    R = p1[-1].shape[0]
-    items = tf.tile(tf.range(num_items)[None, :], [R, block_users])
+    items = tf.tile(tf.range(num_items)[None, :], [group, block_users])
 
-    def by_predict(first_user):
+    def by_predict(first_replica, first_user):
+        q1, q2 = ([tf.slice(x, [first_replica] + [0] * (x.shape.rank - 1),
+                            [group] + x.shape[1:].as_list()) for x in p] for p in (p1, p2))
         rows = tf.minimum(first_user + tf.range(block_users), num_users - 1)
-        users = tf.tile(tf.repeat(rows, num_items)[None, :], [R, 1])
-        d = l1.predict(p1, users, items) - l2.predict(p2, users, items)
-        return tf.reshape(d, [R, block_users, num_items])
+        users = tf.tile(tf.repeat(rows, num_items)[None, :], [group, 1])
+        d = l1.predict(tuple(q1), users, items) - l2.predict(tuple(q2), users, items)
+        d = tf.transpose(tf.reshape(d, [group, block_users, num_items]), [0, 2, 1])
+        return tf.pad(d, [[0, 0], [0, padded_items - num_items], [0, 0]])
     return by_predict
 
 
@@ -117,6 +128,16 @@ def _block_users(num_users: int, target: int) -> int:
     return target
 
 
+def _largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of ``n`` that is at most ``max(1, at_most)``."""
+    return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
+
+
+def _bit(b: int) -> np.int32:
+    """The int32 whose only set bit is ``b`` (bit 31: the sign bit)."""
+    return np.array(1 << b, np.uint32).view(np.int32)
+
+
 def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
               block_entries: int = BLOCK_ENTRIES):
     """The pairs where ``|A1 - A2| <= epsilon``, as bit words, for every replica.
@@ -124,36 +145,59 @@ def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
     Returns ``words`` ``[R, num_users, n_words]`` int32 (bit ``b`` of word ``w`` of user ``u``:
     item ``32 w + b`` survives), ``counts`` ``[R, num_users]`` (survivors per user), ``total``
     ``[R]`` and ``mean_abs`` ``[R]`` (mean ``|A1 - A2|`` over all pairs). ``block_entries``
-    bounds ``R x users x items`` evaluated at a time; it does not change the result.
+    bounds ``users x items`` of one replica evaluated at a time; it changes the result only by
+    the rounding of the product (the mask can differ where ``|A1 - A2|`` is within float
+    rounding of ``epsilon``).
+
+    A block of ``|A1 - A2|`` is laid out ``[replicas, word, bit, user]``: word ``w`` of every
+    user of the block is a sum of 32 selects, one loop that XLA vectorises along the users. (A
+    reduction over a minor axis of 32 bits, the earlier layout with users major, cost about as
+    much again as the whole product: 27.5 against 15.7 ms per mask at Yahoo's size.)
     """
     R = p1[-1].shape[0]
     W = n_words(num_items)
-    bu = _block_users(num_users, block_entries // max(1, R * num_items))
+    # at least two blocks of users: with one, XLA drops the loop and fuses the packing into the
+    # gathers of :func:`locate`, repeating it for every gathered word (AT on Coat 1.6x slower)
+    bu = _block_users(num_users, min(block_entries // (W * WORD_BITS), -(-num_users // 2)))
+    group = _largest_divisor(R, block_entries // (bu * W * WORD_BITS))
     n_blocks = -(-num_users // bu)
     ragged = n_blocks * bu != num_users
-    block = _block_function(l1, p1, l2, p2, bu, num_users, num_items)
+    block = _block_function(l1, p1, l2, p2, group, bu, num_users, num_items)
+    # item 32 w + b exists: one static column per bit, None where all do
+    item_ok = [None if W * WORD_BITS == num_items or 32 * (W - 1) + b < num_items
+               else tf.constant(32 * np.arange(W) + b < num_items)[None, :, None]
+               for b in range(WORD_BITS)]
 
-    def body(b, ta, abs_sum):
-        first = b * bu
-        ad = tf.abs(block(first))
-        if ragged:  # rows past the last user: never survivors, not in the mean
-            ad = tf.where((first + tf.range(bu) < num_users)[None, :, None], ad, np.inf)
-        keep = tf.pad(ad <= epsilon, [[0, 0], [0, 0], [0, W * WORD_BITS - num_items]])
-        # shifts of an iota: XLA keeps this reduction vectorised (a table of bit values or a
-        # select is about three times slower than the whole block product)
-        word = tf.reduce_sum(tf.bitwise.left_shift(
-            tf.cast(tf.reshape(keep, [R, bu, W, WORD_BITS]), tf.int32),
-            tf.range(WORD_BITS, dtype=tf.int32)), axis=-1)
-        # over users first: XLA vectorises that reduction, a flat one is latency bound
-        by_item = tf.reduce_sum(tf.where(ad < np.inf, ad, 0.0) if ragged else ad, axis=1)
-        abs_sum = abs_sum + tf.reduce_sum(tf.cast(by_item, tf.float64), axis=1)
-        return b + 1, ta.write(b, word), abs_sum
+    def body(j, words_ta, sums_ta):
+        first = (j % n_blocks) * bu
+        d = tf.reshape(block((j // n_blocks) * group, first), [group, W, WORD_BITS, bu])
+        user_ok = (first + tf.range(bu) < num_users)[None, None, :] if ragged else None
+        word = tf.zeros([group, W, bu], tf.int32)
+        part = tf.zeros([group, W, bu], tf.float32)
+        for bit in range(WORD_BITS):
+            ad = tf.abs(d[:, :, bit, :])
+            ok = [m for m in (item_ok[bit], user_ok) if m is not None]
+            ok = ok[0] & ok[1] if len(ok) == 2 else (ok[0] if ok else None)
+            keep = ad <= epsilon
+            if ok is not None:  # padding: never a survivor, not in the mean
+                keep = keep & ok
+                ad = tf.where(ok, ad, 0.0)
+            word = word + tf.where(keep, _bit(bit), np.int32(0))
+            part = part + ad
+        return (j + 1, words_ta.write(j, word),
+                sums_ta.write(j, tf.reduce_sum(tf.cast(part, tf.float64), axis=[1, 2])))
 
-    _, ta, abs_sum = tf.while_loop(
-        lambda b, *_: b < n_blocks, body,
-        (tf.constant(0), tf.TensorArray(tf.int32, size=n_blocks), tf.zeros([R], tf.float64)))
-    words = tf.reshape(tf.transpose(ta.stack(), [1, 0, 2, 3]), [R, n_blocks * bu, W])
-    words = words[:, :num_users]
+    n_groups = R // group
+    _, words_ta, sums_ta = tf.while_loop(
+        lambda j, *_: j < n_groups * n_blocks, body,
+        (tf.constant(0), tf.TensorArray(tf.int32, size=n_groups * n_blocks),
+         tf.TensorArray(tf.float64, size=n_groups * n_blocks)))
+    words = tf.reshape(words_ta.stack(), [n_groups, n_blocks, group, W, bu])
+    words = tf.reshape(tf.transpose(words, [0, 2, 1, 4, 3]), [R, n_blocks * bu, W])[:, :num_users]
+    # the blocks of a replica summed in block order, whatever its group
+    abs_sum = tf.reshape(tf.transpose(tf.reshape(sums_ta.stack(), [n_groups, n_blocks, group]),
+                                      [1, 0, 2]), [n_blocks, R])
+    abs_sum = tf.foldl(lambda acc, x: acc + x, abs_sum, initializer=tf.zeros([R], tf.float64))
     counts = tf.reduce_sum(tf.cast(tf.raw_ops.PopulationCount(x=words), tf.int32), axis=-1)
     total = tf.reduce_sum(counts, axis=1)
     mean_abs = tf.cast(abs_sum / float(num_users * num_items), tf.float32)

@@ -44,6 +44,22 @@ def test_survivor_mask_counts_and_mean_match_numpy(learner, block_entries):
     np.testing.assert_allclose(mean_abs.numpy(), absdiff.mean(axis=(1, 2)), rtol=1e-5)
 
 
+# 64 padded items per user: 5 users a block, one replica at a time (5 blocks, the last ragged);
+# or 12 users a block (the cap: at least two blocks) and all 4 replicas in one product
+@pytest.mark.parametrize("block_entries", [5 * 64, 4 * 12 * 64], ids=["per-replica", "grouped"])
+def test_a_replicas_survivors_do_not_depend_on_the_replicas_beside_it(block_entries):
+    """Blocks are per replica, so a replica's mask and mean are bit-identical whether it is
+    evaluated alone or stacked with others (a resumed run may stack fewer seeds)."""
+    p1, p2, absdiff = _models(R=4)
+    eps = float(np.median(absdiff))
+    together = pseudolabels.survivors(at.MF, p1, at.MF, p2, eps, NU, NI, block_entries)
+    for rep in range(4):
+        q1, q2 = (tuple(x[rep:rep + 1] for x in p) for p in (p1, p2))
+        alone = pseudolabels.survivors(at.MF, q1, at.MF, q2, eps, NU, NI, block_entries)
+        for a, b in zip(alone, together):
+            np.testing.assert_array_equal(a.numpy()[0], b.numpy()[rep])
+
+
 def test_locate_enumerates_the_survivors_in_row_major_order():
     p1, p2, absdiff = _models()
     eps = float(np.quantile(absdiff, 0.3))
