@@ -210,21 +210,26 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
     """One Adam update of ``state = (params, m, v, t)``; replicas with ``active`` False keep
     their state (``active`` [R] bool, None = all). ``t`` [R] counts each replica's updates."""
     params, m, v, t = state
-    _, grads = learner.gradients(params, users, items, labels, weights, lam, snips)
-    new_p, new_m, new_v = mf.adam(params, m, v, grads, t + 1, lr)
+
+    def adam():
+        _, grads = learner.gradients(params, users, items, labels, weights, lam, snips)
+        return mf.adam(params, m, v, grads, t + 1, lr)
+
     if active is None:
-        return new_p, new_m, new_v, t + 1
+        return (*adam(), t + 1)
 
     def pick(new, old):
         mask = tf.reshape(active, [-1] + [1] * (old.shape.rank - 1))
         return tf.where(mask, new, old)
 
     def masked():
+        new_p, new_m, new_v = adam()
         return (tuple(map(pick, new_p, params)), tuple(map(pick, new_m, m)),
                 tuple(map(pick, new_v, v)), t + tf.cast(active, t.dtype))
 
-    # the dense selects over whole tables only where some replica has no pseudo-label
-    return tf.cond(tf.reduce_all(active), lambda: (new_p, new_m, new_v, t + 1), masked)
+    # the update inside both branches: with it outside, XLA turns the conditional into dense
+    # selects over whole tables that run at every step
+    return tf.cond(tf.reduce_all(active), lambda: (*adam(), t + 1), masked)
 
 
 def _fresh_state(params: tuple) -> tuple:
