@@ -9,7 +9,7 @@ item propensity, dim 40, lam 3.45e-6 and epsilon 0.0082 as the authors' Yahoo it
 Each case runs in its own process so that its peak RSS (``resource.getrusage``) is its own; a first
 call (compilation included) and a second, warm call are both timed, the warm one also in CPU
 seconds of the process (all threads), which a busy machine distorts less than wall time.
-Yahoo size runs the 20 seeds of a configuration (about 3 CPU-seconds each); ``yahoo-size:4``
+Yahoo size runs the 20 seeds of a configuration (about 2.5 CPU-seconds each); ``yahoo-size:4``
 runs 4. The authors' TF1 code needs about 1.9 s per seed on Coat and 31 s per seed on Yahoo with
 AT on 2 cores (issue 4); the last column is the warm speed-up against those figures. No
 assertions: figures to read.
