@@ -113,6 +113,7 @@ class ATSettings:
                 "steps_per_iteration": self.steps_per_iteration, "batch_size": self.batch_size,
                 "learning_rate": self.learning_rate, "candidate_factor": self.candidate_factor,
                 "loss": self.loss, "resample": self.resample,
+                "sampler": pseudolabels.SAMPLER,
                 "batch_seed": "per-seed" if self.batch_seed is None else self.batch_seed}
 
 

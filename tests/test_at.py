@@ -52,6 +52,7 @@ def test_settings_record_and_step_count():
     assert d["pre_steps"] == 150 and d["iterations"] == 10 and d["batch_seed"] == 12345
     assert at.ATSettings().pl_steps == 100
     assert at.ATSettings(batch_seed=None).as_dict()["batch_seed"] == "per-seed"
+    assert at.ATSettings().as_dict()["sampler"] == "survivor-mask"     # in every AT record
 
 
 def test_pretrain_positions_follow_the_authors_draw_order():
