@@ -43,6 +43,7 @@ user's 32-bit words: microseconds.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import NamedTuple
 
@@ -125,10 +126,8 @@ def _block_users(num_users: int, target: int) -> int:
     """Users per block: a divisor of ``num_users`` in ``[target / 2, target]`` when there is one
     (no ragged last block to mask), else ``target``; at least 1, at most ``num_users``."""
     target = max(1, min(num_users, target))
-    for bu in range(target, max(1, target // 2) - 1, -1):
-        if num_users % bu == 0:
-            return bu
-    return target
+    bu = _largest_divisor(num_users, target)
+    return bu if bu >= target // 2 else target
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
@@ -167,8 +166,8 @@ def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
     ragged = n_blocks * bu != num_users
     block = _block_function(l1, p1, l2, p2, group, bu, num_users, num_items)
     # item 32 w + b exists: one static column per bit, None where all do
-    item_ok = [None if W * WORD_BITS == num_items or 32 * (W - 1) + b < num_items
-               else tf.constant(32 * np.arange(W) + b < num_items)[None, :, None]
+    item_ok = [None if WORD_BITS * (W - 1) + b < num_items
+               else tf.constant(WORD_BITS * np.arange(W) + b < num_items)[None, :, None]
                for b in range(WORD_BITS)]
 
     def body(j, words_ta, sums_ta):
@@ -179,10 +178,10 @@ def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
         part = tf.zeros([group, W, bu], tf.float32)
         for bit in range(WORD_BITS):
             ad = tf.abs(d[:, :, bit, :])
-            ok = [m for m in (item_ok[bit], user_ok) if m is not None]
-            ok = ok[0] & ok[1] if len(ok) == 2 else (ok[0] if ok else None)
+            masks = [m for m in (item_ok[bit], user_ok) if m is not None]
             keep = ad <= epsilon
-            if ok is not None:  # padding: never a survivor, not in the mean
+            if masks:  # padding: never a survivor, not in the mean
+                ok = functools.reduce(tf.logical_and, masks)
                 keep = keep & ok
                 ad = tf.where(ok, ad, 0.0)
             word = word + tf.where(keep, _bit(bit), np.int32(0))
@@ -197,10 +196,8 @@ def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
          tf.TensorArray(tf.float64, size=n_groups * n_blocks)))
     words = tf.reshape(words_ta.stack(), [n_groups, n_blocks, group, W, bu])
     words = tf.reshape(tf.transpose(words, [0, 2, 1, 4, 3]), [R, n_blocks * bu, W])[:, :num_users]
-    # the blocks of a replica summed in block order, whatever its group
-    abs_sum = tf.reshape(tf.transpose(tf.reshape(sums_ta.stack(), [n_groups, n_blocks, group]),
-                                      [1, 0, 2]), [n_blocks, R])
-    abs_sum = tf.foldl(lambda acc, x: acc + x, abs_sum, initializer=tf.zeros([R], tf.float64))
+    sums = tf.reshape(sums_ta.stack(), [n_groups, n_blocks, group])
+    abs_sum = tf.reshape(tf.reduce_sum(sums, axis=1), [R])
     counts = tf.reduce_sum(tf.cast(tf.raw_ops.PopulationCount(x=words), tf.int32), axis=-1)
     total = tf.reduce_sum(counts, axis=1)
     mean_abs = tf.cast(abs_sum / float(num_users * num_items), tf.float32)

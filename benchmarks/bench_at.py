@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import shared_dataset  # noqa: E402
+from _shared import run_cases, shared_dataset  # noqa: E402
 
 AUTHORS_S_PER_SEED = {"coat": 1.9, "yahoo-size": 31.0}
 CASES = ["coat:20", "yahoo-size:20"]
@@ -74,12 +73,8 @@ def run_case(case: str) -> None:
 
 
 def main(cases: list[str]) -> None:
-    if len(cases) == 1:
-        run_case(cases[0])
-        return
-    print(f"AT (150 + 10 x 10 steps), {os.cpu_count()} CPU(s)")
-    for case in cases or CASES:
-        subprocess.call([sys.executable, __file__, case])
+    run_cases(__file__, cases, CASES, f"AT (150 + 10 x 10 steps), {os.cpu_count()} CPU(s)",
+              run_case)
 
 
 if __name__ == "__main__":

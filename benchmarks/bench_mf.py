@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import shared_dataset  # noqa: E402
+from _shared import run_cases, shared_dataset  # noqa: E402
 
 AUTHORS_S_PER_SEED = {"coat": 1.2, "yahoo-size": 2.3}
 SEEDS = list(range(20))
@@ -97,12 +96,8 @@ def main(cases: list[str]) -> None:
         for case in cases[1:] or CASES:
             run_one_replica(case)
         return
-    if len(cases) == 1:
-        run_case(cases[0])
-        return
-    print(f"MF-IPS, 500 steps, {len(SEEDS)} seeds per case, {os.cpu_count()} CPU(s)")
-    for case in cases or CASES:
-        subprocess.call([sys.executable, __file__, case])
+    run_cases(__file__, cases, CASES,
+              f"MF-IPS, 500 steps, {len(SEEDS)} seeds per case, {os.cpu_count()} CPU(s)", run_case)
 
 
 if __name__ == "__main__":
