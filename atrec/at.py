@@ -244,7 +244,8 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
     """The compiled AT loop for one choice of learners and static sizes."""
     l1, l2, l3 = learners
 
-    @tf.function(jit_compile=True)
+    # plain TF control flow throughout, so no AutoGraph conversion (see mf._fit_loop)
+    @tf.function(jit_compile=True, autograph=False)
     def loop(p1, p2, p3, pre_pos, seeds, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_w,
              te_u, te_i, te_r, lam, lr, snips, epsilon):
         R, n_train = tr_u.shape[0], tr_u.shape[1]

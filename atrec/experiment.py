@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from atrec.errors import AtrecError
-from atrec.metrics import ndcg_at_k
+from atrec.metrics import ndcg_variants
 from atrec.names import config_key
 from atrec.params import HyperParams
 from atrec.propensity import get_estimator
@@ -157,10 +157,10 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, 
     out = []
     for k, seed in enumerate(seeds):
         scores = ranking_scores(result.params, k, full.user, full.item)
+        ndcg = ndcg_variants(full.user, full.rating, scores, 3, ("paper", "standard"))
         metrics = {
             "mae": float(result.mae[k]), "mse": float(result.mse[k]),
-            "ndcg3_paper": ndcg_at_k(full.user, full.rating, scores, 3, "paper"),
-            "ndcg3_standard": ndcg_at_k(full.user, full.rating, scores, 3, "standard"),
+            "ndcg3_paper": ndcg["paper"], "ndcg3_standard": ndcg["standard"],
             "best_step": int(result.best_step[k]), "best_val_loss": float(result.best_val_loss[k]),
         }
         record = {

@@ -60,8 +60,17 @@ def ndcg_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k: int
 
     Ties in ``scores`` are broken towards the later test row, as ``argsort()[::-1]`` does.
     """
-    if variant not in NDCG_VARIANTS:
-        raise ValueError(f"unknown nDCG variant '{variant}': choose from {', '.join(NDCG_VARIANTS)}")
+    return ndcg_variants(users, ratings, scores, k, (variant,))[variant]
+
+
+def ndcg_variants(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k: int = 3,
+                  variants: tuple[str, ...] = NDCG_VARIANTS) -> dict[str, float]:
+    """:func:`ndcg_at_k` for each of ``variants``, ``{variant: value}``; the two rankings
+    (predicted and ideal) are sorted once for all of them."""
+    for variant in variants:
+        if variant not in NDCG_VARIANTS:
+            raise ValueError(f"unknown nDCG variant '{variant}': choose from "
+                             f"{', '.join(NDCG_VARIANTS)}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     users = np.asarray(users)
@@ -86,7 +95,7 @@ def ndcg_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k: int
     r_ideal, rank_ideal, _ = ranked_gains(ratings)
     n_groups = group.max() + 1
 
-    def dcg(r: np.ndarray, rank: np.ndarray, ideal: bool) -> np.ndarray:
+    def dcg(r: np.ndarray, rank: np.ndarray, ideal: bool, variant: str) -> np.ndarray:
         keep = rank < k
         r, rank, g = r[keep], rank[keep], group[keep]
         if variant == "standard":
@@ -96,4 +105,5 @@ def ndcg_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k: int
             gain = np.where(rank == 0, first, r / np.log2(np.maximum(rank, 1) + 1.0))
         return np.bincount(g, weights=gain, minlength=n_groups)
 
-    return float(np.mean(dcg(r_pred, rank_pred, False) / dcg(r_ideal, rank_ideal, True)))
+    return {v: float(np.mean(dcg(r_pred, rank_pred, False, v) / dcg(r_ideal, rank_ideal, True, v)))
+            for v in variants}

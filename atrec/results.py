@@ -18,6 +18,7 @@ A record is a dict with at least these keys (``schema`` = 1)::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -149,6 +150,12 @@ def iter_records(root: Path | None = None, dataset: str | None = None) -> Iterat
 
 def package_versions() -> dict:
     """Installed versions of the packages that shape the numbers."""
+    return dict(_package_versions())
+
+
+@functools.cache
+def _package_versions() -> dict:
+    # read once per process: every record of a run asks, and each lookup parses metadata files
     out = {"python": sys.version.split()[0]}
     for name in PACKAGES:
         try:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from atrec.metrics import absolute_errors, ndcg_at_k, squared_errors, weighted_mean
+from atrec.metrics import absolute_errors, ndcg_at_k, ndcg_variants, squared_errors, weighted_mean
 
 LOG2_3 = np.log2(3.0)
 
@@ -28,6 +28,9 @@ def test_golden_reversed_ranking_and_two_users():
     pap0 = ((1 - 1) + 3 / 1 + 4 / LOG2_3) / (31 + 4 + 3 / LOG2_3)
     pap1 = ((2 - 1) + 4 / 1) / ((2 ** 4 - 1) + 2 / 1)
     assert ndcg_at_k(u, r, s, 3, "paper") == pytest.approx((pap0 + pap1) / 2)
+    # both variants from one pair of sorts (what the records use)
+    both = ndcg_variants(u, r, s, 3)
+    assert both == pytest.approx({"paper": (pap0 + pap1) / 2, "standard": (std0 + std1) / 2})
 
 
 def test_ndcg_does_not_depend_on_row_order():
@@ -47,6 +50,10 @@ def test_ndcg_does_not_depend_on_row_order():
 def test_ndcg_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ndcg_at_k(np.zeros(2, int), np.array([1, 2]), np.array([0.1, 0.2]), **kwargs)
+    if "variant" in kwargs:
+        with pytest.raises(ValueError, match=message):
+            ndcg_variants(np.zeros(2, int), np.array([1, 2]), np.array([0.1, 0.2]), 3,
+                          ("paper", kwargs["variant"]))
 
 
 def test_weighted_mean_three_estimators():
