@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import run_cases, shared_dataset  # noqa: E402
+from _shared import run_cases, shared_dataset, yahoo_size_data  # noqa: E402
 
 AUTHORS_S_PER_SEED = {"coat": 1.9, "yahoo-size": 31.0}
 CASES = ["coat:20", "yahoo-size:20"]
@@ -48,9 +48,7 @@ def run_case(case: str) -> None:
         data = _coat()
         params, _ = get_params("published", "coat", "item", True)
     else:
-        from atrec.synthetic import YAHOO_SIZE, make_synthetic
-
-        data = make_synthetic(**YAHOO_SIZE, seed=0).data
+        data = yahoo_size_data()
         params = HyperParams(40, 3.45133291759994e-06, 0.00822507197062529)
     inputs = stack_inputs(data, "item", seeds)
     settings = at.ATSettings()
