@@ -72,11 +72,15 @@ class RunSpec:
         return config_key(self.propensity, self.with_at)
 
     @property
+    def variant(self) -> str:
+        """How the protocol settings deviate from the authors' (``""``, ``+ips``, ...)."""
+        settings = self.at_settings if self.with_at and self.at_settings else self.settings
+        return variant_suffix(settings.loss, settings.batch_seed) if settings else ""
+
+    @property
     def label(self) -> str:
         """Folder label: parameter set plus protocol variant (e.g. ``published+ips``)."""
-        settings = self.at_settings if self.with_at and self.at_settings else self.settings
-        variant = variant_suffix(settings.loss, settings.batch_seed) if settings else ""
-        return params_label(self.params_source) + variant
+        return params_label(self.params_source) + self.variant
 
 
 @dataclass
@@ -168,7 +172,7 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, 
             "with_at": spec.with_at, "method": "mf-ips+at" if spec.with_at else "mf-ips",
             "seed": seed, "model_seed": seed, "batch_seed": settings.get("batch_seed"),
             "params": spec.params.as_dict(), "params_source": spec.params_source,
-            "variant": spec.label[len(params_label(spec.params_source)):],
+            "variant": spec.variant,
             "metrics": metrics,
             "protocol": {"settings": settings, "validation_fraction": 0.1,
                          "mcar_split": {"eval_fraction": 0.95, "seed": MCAR_SPLIT_SEED},

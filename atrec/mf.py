@@ -24,20 +24,19 @@ The L2 term over the whole tables moves every parameter at every step, so Adam m
 the whole tables (no lazy or sparse Adam is exact). Inside the loop the tables, their moments and
 the best-step copy are kept flat (``[R, n * dim]``; see :func:`_flat`), the validation ratings
 are ordered by user (:func:`by_user`) and their dot products summed column by column
-(:func:`_predict_rows`). Measured per step on one core for one replica at Yahoo's size (15,400 x
-1,000, 280K training and 31K validation ratings) with XLA's per-fusion profile, dim 40: Adam's
-passes over the tables about 0.36 ms (the dense gradient ``lam * U`` with the batch scattered in,
-then the ``m``, ``v`` and parameter passes), the validation predictions about 0.55 ms (XLA's CPU
-code gathers the 31K user and item rows element by element, unvectorised), the best-step copy
-about 0.08 ms: 1.1 ms in all, against 2.5 ms before these changes; dim 5 0.17 ms, dim 10 0.32,
-dim 20 0.61, dim 30 0.91, dim 50 1.07 (before: 0.33, 0.92, 1.68, 1.84, 2.0). 20 seeds on the
-2-core machine (``benchmarks/bench_mf.py``, nothing else running): dim 5 0.050 s per seed, 10
-0.089, 20 0.176, 30 0.258, 40 0.350, 50 0.361 (before: 0.092, 0.251, 0.465, -, 0.806, -);
-the issue's target of 20x the authors' 2.3 s is 0.115 s, met up to dim 10. Tried and dropped
-(no gain or slower): a fused Adam that corrects only the batch rows after an L2-only pass (the
-scatters into the loop-carried tables made XLA copy them), a zero buffer for the data gradient
-read inside Adam's passes (copies again), zero-padding ``dim`` to a multiple of 8, the
-validation gathers through a conditional, ``reduce_sum``/``einsum``/``matmul`` row reductions.
+(:func:`_predict_rows`). Where a step goes, one replica on one core at Yahoo's size (15,400 x
+1,000, 280K training and 31K validation ratings), dim 40, from XLA's per-fusion profile: the
+validation predictions about 0.57 ms (XLA's CPU code gathers the 31K user and item rows element
+by element), Adam's passes over the user table about 0.33 ms (the dense gradient ``lam * U``
+with the batch scattered in, then the ``m``, ``v`` and parameter passes; the last is bound by
+its square roots and divisions), the best-step copy about 0.05 ms: 1.1 ms in all. Speed per
+seed is in the README and ``benchmarks/bench_mf.py``. Tried and dropped (no gain, or no gain
+that held on the 20-seed 2-core benchmark): one L2-only Adam pass with the batch rows
+recomputed exactly afterwards (XLA still emits separate passes and copies the loop-carried
+tables), a zero buffer for the data gradient, zero-padding ``dim`` to a multiple of 8, the
+validation gathers through a conditional or through a 64-bit view of the rows, and
+``reduce_sum``/``einsum``/``matmul``/mat-vec row reductions (the mat-vec won at dim 20, tied
+at 40 and lost at 50: XLA's code for the same graph differs by dim).
 
 Batch sampler: the authors reset NumPy's global generator to 12345 before every run, so all 20
 seeds draw the same batch *positions* (into differently shuffled training arrays).

@@ -17,7 +17,8 @@ objective (``atrec.tuning.tune``, 500-step runs on the seed-12345 split):
   fair but not exact. ``--yahoo-full`` runs all 12 studies.
 
 Studies with AT are timed only when ``atrec.at`` provides the AT learner; otherwise they are
-reported as not run. TensorFlow may warn about retracing: each new ``dim`` is a new shape. Target (issue 5): the whole tuning in under 10 minutes on 2 cores.
+reported as not run. TensorFlow may warn about retracing: each new ``dim`` is a new shape.
+Target (issue 5): the whole tuning in under 10 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from atrec.names import PROPENSITIES
 from atrec.tuning import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
 
-from _shared import shared_dataset  # noqa: E402
+from _shared import shared_dataset, yahoo_size_data  # noqa: E402
 
 TARGET_S = 600.0
 
@@ -47,10 +48,7 @@ def _coat():
 def _yahoo_size():
     from dataclasses import replace
 
-    from atrec.synthetic import YAHOO_SIZE, make_synthetic
-
-    data = make_synthetic(**YAHOO_SIZE, seed=0).data
-    return replace(data, name="yahoo")
+    return replace(yahoo_size_data(), name="yahoo")
 
 
 def _at_available() -> bool:
