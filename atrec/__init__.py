@@ -7,7 +7,7 @@ Heavy modules (TensorFlow models) are imported lazily by the functions that need
 __version__ = "0.1.0"
 
 from atrec.errors import AtrecError  # noqa: E402
-from atrec.ratings import Ratings  # noqa: E402
-from atrec.splits import Split, make_split  # noqa: E402
+from atrec.data.ratings import Ratings  # noqa: E402
+from atrec.data.splits import Split, make_split  # noqa: E402
 
 __all__ = ["AtrecError", "Ratings", "Split", "make_split", "__version__"]

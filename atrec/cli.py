@@ -67,7 +67,7 @@ def download(name: str, source: str | None, force: bool, quiet: bool) -> None:
     Webscope, then run 'atrec download yahoo --source PATH' (PATH: the archive, or a folder
     holding the two .txt files). Data folder: ./data or $ATREC_DATA_DIR.
     """
-    from atrec.datasets import download_many
+    from atrec.data.datasets import download_many
 
     for result in download_many(name, source=source, quiet=quiet, force=force):
         if not quiet:
@@ -87,9 +87,9 @@ def preprocess(name: str, fmt: str, quiet: bool) -> None:
     table gives users, items, ratings, sparsity (train ratings / (users x items)), mean rating
     of train and test, and KL(train || test) of the rating shares.
     """
-    from atrec.datastats import data_stats, stats_rows
-    from atrec.preprocess import preprocess_many
-    from atrec.tables import render
+    from atrec.data.datastats import data_stats, stats_rows
+    from atrec.data.preprocess import preprocess_many
+    from atrec.reporting.tables import render
 
     rows = stats_rows([data_stats(d) for d in preprocess_many(name, quiet=quiet)])
     click.echo(render(rows, fmt))
@@ -138,7 +138,7 @@ def report_command(datasets, fmt, std, ndcg, compare, stats, claims, significanc
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
-    from atrec.report import report
+    from atrec.reporting.report import report
 
     out = report(datasets=_table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg, compare=compare,
                  stats=stats, claims=claims, significance=significance, figures=figures,
@@ -166,9 +166,9 @@ def check_command(datasets, fmt, params, allow_missing, expected_seeds) -> None:
     """Regression gate: compare your results with the published Table 1 and the paper's claims.
 
     Exit code 0 only when every selected cell is within tolerance and every gating claim holds;
-    4 otherwise (tolerances and gating claims: see 'atrec.check').
+    4 otherwise (tolerances and gating claims: see 'atrec.evaluation.check').
     """
-    from atrec.check import check, render_check
+    from atrec.evaluation.check import check, render_check
 
     result = check(None, _table_datasets(datasets), params, allow_missing=allow_missing,
                    expected_seeds=expected_seeds)
@@ -205,7 +205,7 @@ def _selection_options(func, params: bool = True):
 
 def _train_request(datasets, propensities, with_at, without_at, seeds, params, force, batch_seed,
                    loss, download, **_output):
-    from atrec.experiment import TrainRequest, parse_seeds
+    from atrec.experiments.runner import TrainRequest, parse_seeds
     from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
 
     at_options = [False, True] if with_at == without_at else [with_at]
@@ -217,8 +217,8 @@ def _train_request(datasets, propensities, with_at, without_at, seeds, params, f
 
 
 def _train_and_print(request, fmt: str, quiet: bool) -> None:
-    from atrec.experiment import outcome_rows, train
-    from atrec.tables import render
+    from atrec.experiments.runner import outcome_rows, train
+    from atrec.reporting.tables import render
 
     def progress(outcome):
         if not quiet:
@@ -326,9 +326,9 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
     parameter set used is named on standard error. Example: atrec variance --min-items 1,50
     --seeds 5
     """
-    from atrec.experiment import parse_seeds
-    from atrec.tables import render
-    from atrec.variance import (
+    from atrec.experiments.runner import parse_seeds
+    from atrec.reporting.tables import render
+    from atrec.experiments.variance import (
         VarianceRequest,
         describe_params,
         describe_settings,
@@ -382,7 +382,7 @@ def reproduce_command(tune, seeds, trials, variance) -> None:
     come from ATREC_COAT_SOURCE, ATREC_ML_100K_SOURCE and ATREC_YAHOO_SOURCE (Yahoo! R3 is
     skipped with a notice when absent). Exit code 4 when the check against the paper fails.
     """
-    from atrec.pipeline import reproduce
+    from atrec.experiments.pipeline import reproduce
 
     result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo)
     click.echo("\nOutputs:")
@@ -447,9 +447,9 @@ def tune_command(datasets, propensities, with_at, without_at, trials, storage, s
     Example: atrec tune --dataset coat --propensity item --with-at --trials 25
     """
     from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
-    from atrec.params import tuned_params_path
-    from atrec.tables import render
-    from atrec.tuning import TuneRequest, outcome_rows, tune
+    from atrec.experiments.params import tuned_params_path
+    from atrec.reporting.tables import render
+    from atrec.tuning.study import TuneRequest, outcome_rows, tune
 
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),

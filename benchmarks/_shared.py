@@ -15,8 +15,8 @@ SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
 
 def shared_dataset(name: str):
     """Install dataset ``name`` from the shared copy into a temporary data folder; load it."""
-    from atrec.datasets import download
-    from atrec.preprocess import preprocess
+    from atrec.data.datasets import download
+    from atrec.data.preprocess import preprocess
 
     os.environ["ATREC_DATA_DIR"] = tempfile.mkdtemp(prefix="atrec-bench-")
     download(name, source=SHARED / name, quiet=True)
@@ -35,7 +35,7 @@ def yahoo_size_data():
     path = Path(tempfile.gettempdir()) / f"atrec-bench-yahoo-size-seed0-{tag}.pkl"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        code = ("import pickle, sys; from atrec.synthetic import YAHOO_SIZE, make_synthetic; "
+        code = ("import pickle, sys; from atrec.data.synthetic import YAHOO_SIZE, make_synthetic; "
                 "pickle.dump(make_synthetic(**YAHOO_SIZE, seed=0).data, open(sys.argv[1], 'wb'))")
         env = dict(os.environ, PYTHONPATH=str(root))
         subprocess.run([sys.executable, "-c", code, str(tmp)], check=True, env=env)

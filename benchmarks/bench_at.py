@@ -4,7 +4,7 @@
     python benchmarks/bench_at.py yahoo-size:4  # one case, 4 seeds
 
 Cases: Coat (real data from ``../shared/data``, 20 seeds, item propensity with the authors'
-published with-AT parameters) and Yahoo-size synthetic data (``atrec.synthetic.YAHOO_SIZE``,
+published with-AT parameters) and Yahoo-size synthetic data (``atrec.data.synthetic.YAHOO_SIZE``,
 item propensity, dim 40, lam 3.45e-6 and epsilon 0.0082 as the authors' Yahoo item-AT values).
 Each case runs in its own process so that its peak RSS (``resource.getrusage``) is its own; a first
 call (compilation included) and a second, warm call are both timed, the warm one also in CPU
@@ -38,9 +38,9 @@ def _coat():
 
 
 def run_case(case: str) -> None:
-    from atrec import at
-    from atrec.experiment import stack_inputs
-    from atrec.params import HyperParams, get_params
+    from atrec.learners import at
+    from atrec.experiments.runner import stack_inputs
+    from atrec.experiments.params import HyperParams, get_params
 
     kind, n_seeds = case.split(":")
     seeds = list(range(int(n_seeds)))

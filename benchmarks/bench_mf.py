@@ -8,7 +8,7 @@ Cases:
 
 * ``coat:<propensity>``: real data from ``../shared/data``, 20 seeds, the authors' published
   parameters, trained by one call of ``mf.fit``.
-* ``yahoo-size:<dim>``: Yahoo-size synthetic data (``atrec.synthetic.YAHOO_SIZE``), 20 seeds,
+* ``yahoo-size:<dim>``: Yahoo-size synthetic data (``atrec.data.synthetic.YAHOO_SIZE``), 20 seeds,
   dims 5..50, trained by one call of ``mf.fit`` (the training alone).
 * ``yahoo-run:<dim>``: the same data and seeds through ``experiment.run_config``, what ``atrec
   train`` does: splits, propensities, training in the groups the tool forms, test metrics, both
@@ -50,9 +50,9 @@ def _coat():
 
 def _case_data(case: str, seeds: list[int]):
     """``(kind, params, inputs, settings, init, batch positions)`` of ``case`` for ``seeds``."""
-    from atrec import mf
-    from atrec.experiment import stack_inputs
-    from atrec.params import HyperParams, get_params
+    from atrec.learners import mf
+    from atrec.experiments.runner import stack_inputs
+    from atrec.experiments.params import HyperParams, get_params
 
     kind, arg = case.split(":")
     if kind == "coat":
@@ -80,8 +80,8 @@ def run_tool_case(case: str) -> None:
     import tensorflow  # noqa: F401  (timed apart: every process pays it once)
     import_s = time.perf_counter() - start
 
-    from atrec.experiment import RunSpec, run_config
-    from atrec.params import HyperParams
+    from atrec.experiments.runner import RunSpec, run_config
+    from atrec.experiments.params import HyperParams
 
     data = yahoo_size_data()
     spec = RunSpec("yahoo-size", "item", False, HyperParams(int(case.split(":")[1]), 3e-5),
@@ -104,7 +104,7 @@ def run_case(case: str) -> None:
     if case.startswith("yahoo-run:"):
         run_tool_case(case)
         return
-    from atrec import mf
+    from atrec.learners import mf
 
     kind, params, inputs, settings, init, pos = _case_data(case, SEEDS)
     times = []
@@ -121,7 +121,7 @@ def run_case(case: str) -> None:
 
 
 def run_one_replica(case: str) -> None:
-    from atrec import mf
+    from atrec.learners import mf
 
     _, params, inputs, settings, init, pos = _case_data(case, SEEDS[:1])
     cpu = []

@@ -4,11 +4,11 @@
     python benchmarks/bench_tune.py --yahoo-full   # Yahoo-size in full too (long)
 
 Cases, each with a fresh SQLite storage in a temporary folder, one worker, the protocol's
-objective (``atrec.tuning.tune``, 500-step runs on the seed-12345 split):
+objective (``atrec.tuning.study.tune``, 500-step runs on the seed-12345 split):
 
 * Optuna's own cost per trial (a free objective), with the SQLite settings of ``open_storage``;
 * Coat (real data from ``../shared/data``): all 12 studies x 25 trials;
-* Yahoo-size synthetic data (``atrec.synthetic.YAHOO_SIZE``; the licensed Yahoo! R3 is not
+* Yahoo-size synthetic data (``atrec.data.synthetic.YAHOO_SIZE``; the licensed Yahoo! R3 is not
   here): by default the item and user propensities, without and with AT, 25 trials each, and
   the six propensities are extrapolated (printed as such): per AT option, the first study
   (which pays the compilations of the dims it visits) plus 5 x the second (which mostly
@@ -16,7 +16,7 @@ objective (``atrec.tuning.tune``, 500-step runs on the seed-12345 split):
   ``dim`` TPE picks (5..50); the propensity changes only the weights. So the extrapolation is
   fair but not exact. ``--yahoo-full`` runs all 12 studies.
 
-Studies with AT are timed only when ``atrec.at`` provides the AT learner; otherwise they are
+Studies with AT are timed only when ``atrec.learners.at`` provides the AT learner; otherwise they are
 reported as not run. TensorFlow may warn about retracing: each new ``dim`` is a new shape.
 Target (issue 5): the whole tuning in under 10 minutes on 2 cores.
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from atrec.names import PROPENSITIES
-from atrec.tuning import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
+from atrec.tuning.study import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
 
 from _shared import shared_dataset, yahoo_size_data  # noqa: E402
 
@@ -52,15 +52,15 @@ def _yahoo_size():
 
 
 def _at_available() -> bool:
-    """Whether ``atrec.at`` provides what the AT objective calls (it landed late)."""
+    """Whether ``atrec.learners.at`` provides what the AT objective calls (it landed late)."""
     try:
-        from atrec import at
+        from atrec.learners import at
     except ImportError as exc:
         print(f"  with AT: not run ({exc})")
         return False
     missing = [f for f in ("fit_at", "initial_params", "ATSettings") if not hasattr(at, f)]
     if missing:
-        print(f"  with AT: not run (atrec.at lacks {', '.join(missing)})")
+        print(f"  with AT: not run (atrec.learners.at lacks {', '.join(missing)})")
     return not missing
 
 

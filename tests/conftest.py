@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atrec.ratings import RatingData, Ratings
+from atrec.data.ratings import RatingData, Ratings
 
 SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
               or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -14,8 +14,8 @@ SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
 
 def _install_shared(name: str, tmp_path_factory) -> RatingData:
     """Dataset ``name`` as atrec loads it, downloaded from the shared copy into a session folder."""
-    from atrec.datasets import download
-    from atrec.preprocess import preprocess
+    from atrec.data.datasets import download
+    from atrec.data.preprocess import preprocess
 
     folder = tmp_path_factory.mktemp(f"{name}-data")
     old = os.environ.get("ATREC_DATA_DIR")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atrec.results import record_path, save_record
+from atrec.experiments.records import record_path, save_record
 
 SEEDS = (0, 1, 2, 3, 4)
 WITHOUT = (-0.02, -0.01, 0.0, 0.01, 0.02)
@@ -36,7 +36,7 @@ NDCG_STANDARD = {False: 0.6, True: 0.61}
 
 
 def paper_values() -> dict:
-    """The paper's Table 1 read with the csv module (independent of atrec.report)."""
+    """The paper's Table 1 read with the csv module (independent of atrec.reporting.report)."""
     text = (resources.files("atrec") / "resources" / "paper_table1.csv").read_text()
     rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
     return {(r["dataset"], r["propensity"], r["with_at"] == "true"):

@@ -1,0 +1,180 @@
+"""Per-run result records: one JSON file per (dataset, configuration, parameter set, seed).
+
+Layout: ``<results>/runs/<dataset>/<config key>/<params label>/seed-<NN>.json`` where the config
+key is e.g. ``item`` or ``item-at`` and the params label is ``published``, ``tuned`` or a short
+hash of a parameter file. Files are written atomically (temporary name, then rename), so a killed
+run never leaves a half-written record, and a finished record is never recomputed unless asked.
+
+A record is a dict with at least these keys (``schema`` = 1)::
+
+    dataset, propensity, with_at, seed (split seed), model_seed, batch_seed,
+    params {dim, lam[, epsilon]}, params_source,
+    metrics {mae, mse, ndcg3_paper, ndcg3_standard, best_step, best_val_loss},
+    trace (AT only: lists over pseudo-labelling steps: pseudo_loss, discrepancy,
+           n_pseudo, val_loss, test_mse, test_mae),
+    protocol {...settings...},
+    provenance {command, atrec_version, packages, data_checksums, created, elapsed_s, platform}
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Iterator
+
+from atrec.errors import AtrecError
+from atrec.paths import results_dir
+
+SCHEMA = 1
+PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click", "scipy")
+
+
+def params_label(source_label: str) -> str:
+    """Folder name for a parameter set: ``published``, ``default`` (the ML-100K default set of
+    :mod:`atrec.experiments.variance`), ``tuned`` or ``file-<hash>``."""
+    if source_label in ("published", "default"):
+        return source_label
+    if source_label.startswith("tuned"):
+        return "tuned"
+    return "file-" + hashlib.sha256(source_label.encode()).hexdigest()[:10]
+
+
+def variant_suffix(loss: str = "snips", batch_seed: int | None = 12345) -> str:
+    """How a run deviates from the authors' protocol, as a label suffix (``""`` when it does not).
+
+    ``+ips`` for the paper's Eq. 3 loss, ``+per-seed`` for per-seed batch streams. Runs of a
+    variant are filed and summarised apart (``published+ips``), never mixed with the protocol's.
+    """
+    parts = []
+    if loss != "snips":
+        parts.append(loss)
+    if batch_seed is None:
+        parts.append("per-seed")
+    elif batch_seed != 12345:
+        parts.append(f"batch-seed-{batch_seed}")
+    return "".join("+" + p for p in parts)
+
+
+def record_label(record: dict) -> str:
+    """The label a record is filed and summarised under: parameter set plus protocol variant."""
+    return params_label(str(record.get("params_source", ""))) + str(record.get("variant", ""))
+
+
+def record_path(dataset: str, key: str, label: str, seed: int, root: Path | None = None) -> Path:
+    """Where the record of one run lives."""
+    root = results_dir() if root is None else root
+    return root / "runs" / dataset / key / label / f"seed-{seed:02d}.json"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` via a temporary file in the same folder and a rename."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_record(record: dict, path: Path) -> None:
+    """Write one record atomically, as standard JSON: NaN and infinities are written as null.
+
+    (An AT step without survivors has no pseudo-label loss; readers turn null back into NaN
+    with ``np.asarray(values, dtype=float)``.)
+    """
+    text = json.dumps(_finite(record), indent=1, sort_keys=True, default=_jsonable,
+                      allow_nan=False)
+    atomic_write_text(path, text + "\n")
+
+
+def _finite(value):
+    """``value`` with every non-finite float (NumPy arrays and scalars included) as ``None``."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _finite(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a result record")
+
+
+def load_record(path: Path) -> dict:
+    """Read one record; a corrupt file is reported with what to do."""
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise AtrecError(f"result record {path} is corrupt: delete it and rerun to recompute it") from None
+
+
+def iter_records(root: Path | None = None, dataset: str | None = None) -> Iterator[dict]:
+    """All records under ``root`` (default: the results folder), optionally of one dataset."""
+    root = results_dir() if root is None else root
+    base = root / "runs" / dataset if dataset else root / "runs"
+    if not base.exists():
+        return
+    for path in sorted(base.rglob("seed-*.json")):
+        yield load_record(path)
+
+
+def package_versions() -> dict:
+    """Installed versions of the packages that shape the numbers."""
+    return dict(_package_versions())
+
+
+@functools.cache
+def _package_versions() -> dict:
+    # read once per process: every record of a run asks, and each lookup parses metadata files
+    out = {"python": sys.version.split()[0]}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def provenance(data_checksums: dict | None = None, elapsed_s: float | None = None) -> dict:
+    """The provenance block of a record: command line, versions, data checksums, time, host."""
+    from atrec import __version__
+
+    return {
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "atrec_version": __version__,
+        "packages": package_versions(),
+        "data_checksums": dict(data_checksums or {}),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "elapsed_s": elapsed_s,
+        "platform": platform.platform(),
+    }

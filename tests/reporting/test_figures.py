@@ -1,0 +1,114 @@
+import matplotlib.image
+import pytest
+from synthetic_records import write_records
+
+from atrec.reporting.figures import figure1, figure2, figure3, figure4, save_figure, write_figures
+from atrec.evaluation.summary import load_summary
+
+# Shares and KL as measured in shared/data/PROVENANCE.md ("Derived check").
+STATS = [
+    {"dataset": "yahoo", "kl": 0.4689, "train_shares": [.3139, .1272, .1576, .1555, .2457],
+     "test_shares": [.5262, .2419, .1439, .0624, .0255]},
+    {"dataset": "coat", "kl": 0.0490, "train_shares": [.2731, .2065, .2467, .1832, .0905],
+     "test_shares": [.4050, .1938, .2159, .1381, .0472]},
+]
+
+
+@pytest.fixture(scope="session")
+def summary(tmp_path_factory):
+    root = write_records(tmp_path_factory.mktemp("records"))
+    return load_summary(root, expected_seeds=5)
+
+
+@pytest.fixture(scope="session")
+def coat_only(tmp_path_factory):
+    root = write_records(tmp_path_factory.mktemp("coat"), datasets=("coat",))
+    return load_summary(root, expected_seeds=5)
+
+
+def test_figure1_has_one_panel_per_dataset_with_kl_in_the_title():
+    fig = figure1(STATS)
+    assert len(fig.axes) == 2
+    assert [ax.get_title() for ax in fig.axes] == ["Yahoo! R3 (KL = 0.469)", "Coat (KL = 0.049)"]
+    heights = [p.get_height() for p in fig.axes[1].patches]
+    assert heights == pytest.approx(STATS[1]["train_shares"] + STATS[1]["test_shares"])
+
+
+def test_figure1_needs_statistics():
+    with pytest.raises(ValueError, match="at least one dataset"):
+        figure1([])
+
+
+def test_figure3_and_4_have_one_panel_per_at_configuration(summary, coat_only):
+    fig3, fig4 = figure3(summary), figure4(summary)
+    assert len(fig3.axes) == 12 and len(fig4.axes) == 12
+    assert fig3.axes[0].get_title() == "Yahoo! R3, uniform (5 seeds)"
+    assert fig3.axes[-1].get_title() == "Coat, NB (true) (5 seeds)"
+    assert len(fig3.axes[0].get_lines()) == 3 and len(fig4.axes[0].get_lines()) == 1
+    assert len(figure3(coat_only).axes) == 6
+
+
+def test_figure3_plots_the_mean_over_seeds(coat_only):
+    ax = figure3(coat_only).axes[0]
+    a_plus_b = ax.get_lines()[2].get_ydata()
+    # mean over seeds of pseudo_loss + discrepancy (offsets average to 0): 1.2 at step 1, 0.6 at 100
+    assert a_plus_b[0] == pytest.approx(1.2) and a_plus_b[-1] == pytest.approx(0.6)
+
+
+def test_saved_files_exist_and_decode(tmp_path):
+    paths = save_figure(figure1(STATS), "fig1", tmp_path)
+    assert [p.name for p in paths] == ["fig1.png", "fig1.pdf"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    image = matplotlib.image.imread(paths[0])
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    assert paths[1].read_bytes().startswith(b"%PDF")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_write_figures_skips_what_it_cannot_draw(tmp_path, coat_only):
+    paths, notices = write_figures(coat_only, None, tmp_path)
+    assert sorted(p.name for p in paths) == ["figure3_pseudo_labelling.pdf",
+                                             "figure3_pseudo_labelling.png",
+                                             "figure4_test_mse.pdf", "figure4_test_mse.png"]
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+    assert len(notices) == 1 and notices[0].startswith("figure 1 skipped")
+
+
+def test_write_figures_without_traces_or_statistics_writes_nothing(tmp_path):
+    from atrec.evaluation.summary import summarize
+
+    paths, notices = write_figures(summarize([]), [], tmp_path)
+    assert paths == [] and len(notices) == 3
+    assert "figure3 skipped: no AT traces" in notices[1]
+
+
+def test_figure2_plots_ratios_and_mse_with_standard_errors(tmp_path):
+    from atrec.experiments.variance import summarize_point
+
+    def rec(seed, with_at, mse):
+        return {"seed": seed, "with_at": with_at, "metrics": {"mse": mse, "mae": mse / 2}}
+
+    # min_items 1: per-seed MSE ratios 0.5 and 0.7 -> mean 0.6; min_items 50: 0.9 and 1.1 -> 1.0
+    points = [summarize_point(1, 1 / 583, 943, 1682,
+                              [rec(0, False, 2.0), rec(1, False, 1.0), rec(0, True, 1.0),
+                               rec(1, True, 0.7)]),
+              summarize_point(50, 50 / 583, 943, 603,
+                              [rec(0, False, 1.0), rec(1, False, 1.0), rec(0, True, 0.9),
+                               rec(1, True, 1.1)])]
+    fig = figure2(points, "default", note="settings: MF-IPS 500 steps")
+    assert fig.get_supxlabel() == "settings: MF-IPS 500 steps"
+    ratio_ax, mse_ax = fig.axes
+    mse_ratio = ratio_ax.get_lines()[0].get_ydata()
+    assert list(mse_ratio) == pytest.approx([0.6, 1.0])
+    assert [t.get_text() for t in ratio_ax.get_xticklabels()] == ["1\n(0.0017)", "50\n(0.0858)"]
+    # error bar of the first ratio point: mean +/- se, se = sd(0.5, 0.7) / sqrt(2) = 0.1
+    caps = ratio_ax.containers[0].lines[1][0].get_ydata()
+    assert sorted(caps)[:2] == pytest.approx([0.5, 0.9])
+    assert list(mse_ax.get_lines()[0].get_ydata()) == pytest.approx([1.5, 1.0])
+    paths = save_figure(fig, "fig2", tmp_path)
+    assert matplotlib.image.imread(paths[0]).shape[0] > 100
+
+
+def test_figure2_needs_points():
+    with pytest.raises(ValueError, match="at least one min_items"):
+        figure2([])
