@@ -206,12 +206,13 @@ def _selection_options(func, params: bool = True):
 def _train_request(datasets, propensities, with_at, without_at, seeds, params, force, batch_seed,
                    loss, download, **_output):
     from atrec.experiments.runner import TrainRequest, parse_seeds
-    from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
+    from atrec.names import TABLE_DATASETS, expand
+    from atrec.propensity.registry import propensity_names
 
     at_options = [False, True] if with_at == without_at else [with_at]
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
-        propensities=expand(propensities, PROPENSITIES, "propensity"),
+        propensities=expand(propensities, propensity_names(), "propensity"),
         at_options=at_options, seeds=parse_seeds(seeds), params=params, force=force,
         batch_seed=None if batch_seed == "per-seed" else 12345, loss=loss, download=download)
 
@@ -291,7 +292,7 @@ def run_command(**options) -> None:
               help="How many seeds (20 = seeds 0..19), a range (0-4) or a list (1,3,5).")
 @click.option("--params", default="default", show_default=True,
               help="default (documented set), tuned (from 'atrec variance --tune'), or a YAML "
-                   "parameter file with keys ml-100k-min<N> -> item / item-at.")
+                   "parameter file with keys ml-100k-min<N> -> data-item / data-item-at.")
 @click.option("--tune", is_flag=True,
               help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
                    "resumable) and train with the tuned values (implies --params tuned).")
@@ -446,14 +447,15 @@ def tune_command(datasets, propensities, with_at, without_at, trials, storage, s
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at --trials 25
     """
-    from atrec.names import PROPENSITIES, TABLE_DATASETS, expand
+    from atrec.names import TABLE_DATASETS, expand
+    from atrec.propensity.registry import propensity_names
     from atrec.experiments.params import tuned_params_path
     from atrec.reporting.tables import render
     from atrec.tuning.study import TuneRequest, outcome_rows, tune
 
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
-        propensities=tuple(expand(propensities, PROPENSITIES, "propensity")),
+        propensities=tuple(expand(propensities, propensity_names(), "propensity")),
         at_options=(False, True) if with_at == without_at else (with_at,),
         trials=trials, storage=storage, study_prefix=study_prefix)
     bars = _TuneProgress(enabled=not quiet and sys.stderr.isatty())

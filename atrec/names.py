@@ -1,4 +1,8 @@
-"""The shared vocabulary: dataset names, propensity names and configuration keys."""
+"""The shared vocabulary: dataset names, configuration keys and the expansion of option values.
+
+Propensity and method names live in their registries (:mod:`atrec.propensity.registry`,
+:mod:`atrec.methods.registry`).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,21 @@ from atrec.errors import AtrecError
 
 DATASETS = ("coat", "yahoo", "ml-100k")
 TABLE_DATASETS = ("yahoo", "coat")  # the datasets of Table 1, in the paper's row order
-PROPENSITIES = ("uniform", "user", "item", "user-item", "nb-uniform", "nb-true")
-PROPENSITY_LABELS = {
-    "uniform": "uniform",
-    "user": "user",
-    "item": "item",
-    "user-item": "user-item",
-    "nb-uniform": "NB (uniform)",
-    "nb-true": "NB (true)",
-}
+
+# The default method's configurations keep the keys they had before methods were named.
+DEFAULT_METHOD = "mf-ips"
+# The propensity slot of a method that weights nothing (it runs once, with weights 1).
+NO_PROPENSITY = "none"
 
 
-def config_key(propensity: str, with_at: bool) -> str:
-    """Key of one configuration, e.g. ``item`` or ``item-at``."""
-    return f"{propensity}-at" if with_at else propensity
+def config_key(propensity: str, with_at: bool, method: str = DEFAULT_METHOD) -> str:
+    """Key of one configuration in folders, studies and parameter files.
+
+    ``item`` / ``item-at`` for MF-IPS (as before methods were named); ``<method>/item[-at]``
+    for any other method, so its runs sit in a folder of their own.
+    """
+    key = f"{propensity}-at" if with_at else propensity
+    return key if method == DEFAULT_METHOD else f"{method}/{key}"
 
 
 def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: str) -> list[str]:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from atrec.names import PROPENSITIES
+from atrec.propensity.registry import table1_propensities
 from atrec.tuning.study import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
 
 from _shared import shared_dataset, yahoo_size_data  # noqa: E402
@@ -89,20 +89,20 @@ def time_studies(label: str, data, propensities, folder: str, at_options) -> lis
 def whole(outcomes, with_at: bool) -> float:
     """Seconds of all six propensities' studies: measured, or first + 5 x the mean of the rest."""
     times = [o.seconds for o in outcomes if o.with_at == with_at]
-    if len(times) == len(PROPENSITIES):
+    if len(times) == len(table1_propensities()):
         return sum(times)
     if len(times) == 1:
-        return times[0] * len(PROPENSITIES)
-    return times[0] + (len(PROPENSITIES) - 1) * sum(times[1:]) / len(times[1:])
+        return times[0] * len(table1_propensities())
+    return times[0] + (len(table1_propensities()) - 1) * sum(times[1:]) / len(times[1:])
 
 
 def main(argv: list[str]) -> None:
-    yahoo = PROPENSITIES if "--yahoo-full" in argv else ("item", "user")
+    yahoo = table1_propensities() if "--yahoo-full" in argv else ("item", "user")
     folder = tempfile.mkdtemp(prefix="atrec-bench-tune-")
     print(f"Optuna + SQLite per trial (free objective): {optuna_overhead(folder) * 1000:.0f} ms")
 
     estimate, missing = 0.0, 0
-    for label, loader, propensities in (("coat", _coat, PROPENSITIES),
+    for label, loader, propensities in (("coat", _coat, table1_propensities()),
                                         ("yahoo-size", _yahoo_size, yahoo)):
         data = loader()
         options = [False] + ([True] if _at_available() else [])
@@ -110,15 +110,15 @@ def main(argv: list[str]) -> None:
         outcomes = time_studies(label, data, propensities, folder, options)
         seconds = sum(o.seconds for o in outcomes)
         ran = sum(o.ran for o in outcomes)
-        studies = len(PROPENSITIES) * len(options)
+        studies = len(table1_propensities()) * len(options)
         scaled = sum(whole(outcomes, a) for a in options)
-        measured = len(propensities) == len(PROPENSITIES)
+        measured = len(propensities) == len(table1_propensities())
         how = "measured" if measured else "extrapolated: first study + 5 x the second, per AT"
         print(f"{label}: {seconds:.1f} s for {ran} trials ({seconds / max(ran, 1):.2f} s/trial); "
               f"{studies} studies x {DEFAULT_TRIALS} trials {'=' if measured else '~'} "
               f"{scaled / 60:.1f} min ({how})")
         estimate += scaled
-        missing += 2 * len(PROPENSITIES) - studies
+        missing += 2 * len(table1_propensities()) - studies
     print(f"whole tuning ({24 - missing} of 24 studies x {DEFAULT_TRIALS} trials, 2 cores): "
           f"~{estimate / 60:.1f} min against a target of {TARGET_S / 60:.0f} min"
           + (f"; the {missing} studies with AT were not run" if missing else ""))

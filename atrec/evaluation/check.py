@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atrec.errors import AtrecError
-from atrec.names import PROPENSITIES, PROPENSITY_LABELS, TABLE_DATASETS
+from atrec.names import TABLE_DATASETS
+from atrec.propensity.registry import table1_propensities, propensity_label
 from atrec.experiments.params import PUBLISHED
 from atrec.reporting.report import (
     DATASET_LABELS,
@@ -128,7 +129,7 @@ class CellCheck:
                     "diff": diff, "tolerance": self.tolerance, "status": self.status,
                     "passed": self.passed}
         return {"data": DATASET_LABELS[self.dataset],
-                "propensity": PROPENSITY_LABELS[self.propensity],
+                "propensity": propensity_label(self.propensity),
                 "AT": "w/" if self.with_at else "w/o", "metric": METRIC_LABELS[self.metric],
                 "paper": f"{self.paper:.4f}",
                 "mean": "-" if self.mean is None else f"{self.mean:.4f}", "n": self.n,
@@ -203,7 +204,7 @@ def check(records_root: Path | None = None, datasets: Sequence[str] | None = Non
         _check_cell(d, p, at, m, published[(d, p, at)][m], summary.cell(d, p, at, m), tol[m],
                     allow_missing)
         for d in TABLE_DATASETS if d in summary.datasets
-        for p in PROPENSITIES for at in (False, True) for m in PAPER_METRICS
+        for p in table1_propensities() for at in (False, True) for m in PAPER_METRICS
     )
     selected = set(summary.datasets)
     claims = tuple(evaluate_claims(summary))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-from atrec.names import PROPENSITIES
+from atrec.propensity.registry import table1_propensities
 from atrec.evaluation.summary import LOWER_IS_BETTER, Summary
 
 ALPHA = 0.05
@@ -144,7 +144,7 @@ def significance_table(summary: Summary,
     """
     tests: list[PairedTest] = []
     for dataset in summary.datasets:
-        for propensity in PROPENSITIES:
+        for propensity in table1_propensities():
             for metric in metrics:
                 without = summary.cell(dataset, propensity, False, metric)
                 with_at = summary.cell(dataset, propensity, True, metric)

@@ -26,7 +26,10 @@ import numpy as np
 from scipy import stats
 
 from atrec.errors import AtrecError
-from atrec.names import PROPENSITIES, TABLE_DATASETS
+from atrec.methods.registry import base_method
+from atrec.names import DEFAULT_METHOD
+from atrec.names import TABLE_DATASETS
+from atrec.propensity.registry import propensity_order
 from atrec.experiments.params import PUBLISHED, TUNED
 from atrec.experiments.records import iter_records, params_label, record_label
 
@@ -143,7 +146,7 @@ class Trace:
 
 @dataclass(frozen=True)
 class Summary:
-    """All cells (and AT traces) of one parameter set.
+    """All cells (and AT traces) of one parameter set and one base method.
 
     ``cells`` maps ``(dataset, propensity, with_at, metric)`` to a :class:`Cell`;
     ``traces`` maps ``(dataset, propensity)`` to a :class:`Trace`; ``datasets`` lists the
@@ -157,6 +160,7 @@ class Summary:
     cells: dict = field(default_factory=dict)
     traces: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    method: str = DEFAULT_METHOD
 
     def cell(self, dataset: str, propensity: str, with_at: bool, metric: str) -> Cell | None:
         """The cell, or ``None`` when there are no results for it."""
@@ -188,7 +192,7 @@ def dataset_order(dataset: str) -> tuple:
 
 def _cell_order(key: tuple) -> tuple:
     dataset, propensity, with_at, metric = key
-    p = PROPENSITIES.index(propensity) if propensity in PROPENSITIES else len(PROPENSITIES)
+    p = propensity_order(propensity)
     return (*dataset_order(dataset), p, propensity, with_at, METRICS.index(metric))
 
 
@@ -214,8 +218,10 @@ def _check_record(record: dict) -> None:
 
 def summarize(records: Iterable[dict], params: str = PUBLISHED,
               datasets: Iterable[str] | None = None,
-              expected_seeds: int = EXPECTED_SEEDS) -> Summary:
-    """Aggregate ``records`` of the parameter set labelled ``params`` into a :class:`Summary`.
+              expected_seeds: int = EXPECTED_SEEDS, method: str = DEFAULT_METHOD) -> Summary:
+    """Aggregate ``records`` of the parameter set labelled ``params`` and of the base method
+    ``method`` (with and without AT; records made before methods were named are MF-IPS's)
+    into a :class:`Summary`.
 
     Records of other parameter sets and of datasets outside ``datasets`` (default: all) are
     ignored. A metric that is missing or not finite in a record leaves that seed out of that
@@ -231,7 +237,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         _check_record(record)
         if wanted is not None and record["dataset"] not in wanted:
             continue
-        if record_label(record) != params:
+        if record_label(record) != params or base_method(record) != method:
             continue
         dataset, propensity = record["dataset"], record["propensity"]
         with_at, seed = bool(record["with_at"]), int(record["seed"])
@@ -270,7 +276,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     chosen = wanted if wanted is not None else tuple(sorted({k[0] for k in cells},
                                                              key=dataset_order))
     return Summary(params=params, datasets=chosen, expected_seeds=expected_seeds,
-                   cells=cells, traces=trace_objs, warnings=tuple(notes))
+                   cells=cells, traces=trace_objs, warnings=tuple(notes), method=method)
 
 
 def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Trace:
@@ -287,7 +293,8 @@ def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Tra
 
 
 def load_summary(root: Path | None = None, datasets: Iterable[str] | None = None,
-                 params: str = PUBLISHED, expected_seeds: int = EXPECTED_SEEDS) -> Summary:
+                 params: str = PUBLISHED, expected_seeds: int = EXPECTED_SEEDS,
+                 method: str = DEFAULT_METHOD) -> Summary:
     """Read the records under ``root`` (default: the results folder) and summarize them.
 
     ``params`` is a ``--params`` value (``published``, ``tuned`` or a parameter file path).
@@ -299,4 +306,5 @@ def load_summary(root: Path | None = None, datasets: Iterable[str] | None = None
         records = list(iter_records(root))
     else:
         records = [r for d in wanted for r in iter_records(root, d)]
-    return summarize(records, params=label, datasets=wanted, expected_seeds=expected_seeds)
+    return summarize(records, params=label, datasets=wanted, expected_seeds=expected_seeds,
+                     method=method)

@@ -13,6 +13,8 @@ from pathlib import Path
 import yaml
 
 from atrec.errors import AtrecError
+from atrec.methods.registry import DEFAULT_METHOD, METHODS
+from atrec.names import config_key
 from atrec.paths import results_dir
 
 PUBLISHED = "published"
@@ -24,12 +26,14 @@ class HyperParams:
     """Hyperparameters of one configuration.
 
     ``dim``: embedding size (> 0); ``lam``: L2 weight (>= 0); ``epsilon``: AT agreement
-    threshold (> 0), ``None`` without AT.
+    threshold (> 0), ``None`` without AT; ``extra``: a method's own hyperparameters as sorted
+    ``(name, value)`` pairs (see :meth:`atrec.methods.base.Method.hyperparameters`).
     """
 
     dim: int
     lam: float
     epsilon: float | None = None
+    extra: tuple = ()
 
     def __post_init__(self) -> None:
         if int(self.dim) != self.dim or self.dim <= 0:
@@ -43,8 +47,15 @@ class HyperParams:
         if self.epsilon is not None:
             object.__setattr__(self, "epsilon", float(self.epsilon))
 
+    @classmethod
+    def from_values(cls, values: dict) -> "HyperParams":
+        """From validated ``name -> value`` (``dim``, ``lam``, optional ``epsilon``, others)."""
+        rest = {k: v for k, v in values.items() if k not in ("dim", "lam", "epsilon")}
+        return cls(values["dim"], values["lam"], values.get("epsilon"),
+                   tuple(sorted(rest.items())))
+
     def as_dict(self) -> dict:
-        d = {"dim": self.dim, "lam": self.lam}
+        d = {"dim": self.dim, "lam": self.lam, **dict(self.extra)}
         if self.epsilon is not None:
             d["epsilon"] = self.epsilon
         return d
@@ -93,31 +104,39 @@ def load_param_table(source: str) -> tuple[dict, str]:
     return _read_yaml(path, "parameter"), f"file:{path.resolve()}"
 
 
-def lookup(table: dict, dataset: str, key: str, source_label: str) -> HyperParams:
-    """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table."""
-    entry = (table.get(dataset) or {}).get(key)
+def lookup(table: dict, dataset: str, key: str, source_label: str,
+           method: str = DEFAULT_METHOD) -> HyperParams:
+    """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table, validated against
+    ``method``'s hyperparameters (types, finiteness, ranges); a bad value is one line naming
+    the key, the value and the allowed range."""
+    entry = (table.get(dataset) or {}).get(key) if isinstance(table.get(dataset) or {}, dict) \
+        else None
     if entry is None:
         raise AtrecError(
             f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune') or "
             f"add it to the parameter file"
         )
+    cls = METHODS.get(method)
     try:
-        return HyperParams(
-            dim=entry["dim"], lam=entry["lam"], epsilon=entry.get("epsilon") if key.endswith("-at") else None
-        )
-    except KeyError as exc:
-        raise AtrecError(f"parameters of {dataset}/{key} in {source_label} lack {exc.args[0]!r}") from None
+        return HyperParams.from_values(cls.check_params(entry, with_at=key.endswith("-at")))
     except (TypeError, ValueError) as exc:
-        raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: {exc}") from None
+        raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: {exc}; fix the "
+                         f"file or tune again") from None
 
 
-def get_params(source: str, dataset: str, propensity: str, with_at: bool) -> tuple[HyperParams, str]:
-    """Parameters of one configuration from ``source``; returns ``(params, provenance label)``."""
-    from atrec.names import config_key
+def get_params(source: str, dataset: str, propensity: str, with_at: bool,
+               method: str = DEFAULT_METHOD) -> tuple[HyperParams, str]:
+    """Parameters of one configuration from ``source``; returns ``(params, provenance label)``.
 
-    key = config_key(propensity, with_at)
-    table, label = load_param_table(source)
-    params = lookup(table, dataset, key, label)
-    if with_at and params.epsilon is None:
-        raise AtrecError(f"parameters of {dataset}/{key} in {label} lack 'epsilon', which AT needs")
-    return params, label
+    ``published`` holds the authors' values for MF-IPS and, for another method, the values it
+    ships as :attr:`~atrec.methods.base.Method.reference_params`.
+    """
+    key = config_key(propensity, with_at, method)
+    if source == PUBLISHED and method != DEFAULT_METHOD:
+        table, label = METHODS.get(method).reference_params, PUBLISHED
+        if not (table.get(dataset) or {}).get(key):
+            raise AtrecError(f"method '{method}' publishes no parameters for {dataset}/{key}: "
+                             f"tune it ('atrec tune --method {method}') and use --params tuned")
+    else:
+        table, label = load_param_table(source)
+    return lookup(table, dataset, key, label, method), label

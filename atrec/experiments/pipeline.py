@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from atrec.errors import AtrecError
-from atrec.names import PROPENSITIES
+from atrec.propensity.registry import table1_propensities
 from atrec.paths import data_dir, results_dir
 
 
@@ -81,14 +81,14 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     def do_tune() -> str:
         from atrec.tuning import study as tuning
 
-        studies = tuning.tune_all(table_sets, list(PROPENSITIES), [False, True], trials=trials,
+        studies = tuning.tune_all(table_sets, list(table1_propensities()), [False, True], trials=trials,
                                   quiet=True)
         return f"{len(studies)} studies x {trials} trials; best parameters in {tuning_path()}"
 
     def do_train() -> str:
         from atrec.experiments.runner import TrainRequest, train
 
-        outcomes = train(TrainRequest(table_sets, list(PROPENSITIES), [False, True],
+        outcomes = train(TrainRequest(table_sets, list(table1_propensities()), [False, True],
                                       list(range(seeds)), params=params))
         trained = sum(len(o.trained) for o in outcomes)
         reused = sum(len(o.reused) for o in outcomes)

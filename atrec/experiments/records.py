@@ -33,6 +33,7 @@ from typing import Iterator
 
 from atrec.errors import AtrecError
 from atrec.paths import results_dir
+from atrec.protocol import variant_suffix  # noqa: F401  (re-exported for record readers)
 
 SCHEMA = 1
 PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click", "scipy")
@@ -46,22 +47,6 @@ def params_label(source_label: str) -> str:
     if source_label.startswith("tuned"):
         return "tuned"
     return "file-" + hashlib.sha256(source_label.encode()).hexdigest()[:10]
-
-
-def variant_suffix(loss: str = "snips", batch_seed: int | None = 12345) -> str:
-    """How a run deviates from the authors' protocol, as a label suffix (``""`` when it does not).
-
-    ``+ips`` for the paper's Eq. 3 loss, ``+per-seed`` for per-seed batch streams. Runs of a
-    variant are filed and summarised apart (``published+ips``), never mixed with the protocol's.
-    """
-    parts = []
-    if loss != "snips":
-        parts.append(loss)
-    if batch_seed is None:
-        parts.append("per-seed")
-    elif batch_seed != 12345:
-        parts.append(f"batch-seed-{batch_seed}")
-    return "".join("+" + p for p in parts)
 
 
 def record_label(record: dict) -> str:

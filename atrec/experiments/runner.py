@@ -21,15 +21,18 @@ import numpy as np
 
 from atrec.errors import AtrecError
 from atrec.evaluation.metrics import ndcg_variants
+from atrec.methods.base import FitProblem, MethodResult
 from atrec.names import config_key
 from atrec.experiments.params import HyperParams
-from atrec.propensity.builtin import get_estimator
+from atrec.methods.registry import get_method, record_method
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.propensity.registry import get_estimator
 from atrec.data.ratings import RatingData
 from atrec.experiments.records import (SCHEMA, load_record, params_label, provenance, record_path, save_record,
                            variant_suffix)
 from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
+from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_SEED, ATSettings, TrainSettings
 
-TUNING_SEED = 12345
 
 
 def parse_seeds(spec: str | int) -> list[int]:
@@ -52,7 +55,11 @@ def parse_seeds(spec: str | int) -> list[int]:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One configuration to train: what, with which parameters, under which protocol."""
+    """One configuration to train: what, with which parameters, under which protocol.
+
+    ``method``: a registered method (:mod:`atrec.methods.registry`), trained alone or, with
+    ``with_at``, as A1/A2 of asymmetric tri-training.
+    """
 
     dataset: str
     propensity: str
@@ -66,10 +73,11 @@ class RunSpec:
     # one, and a block stored as ``record["experiment"]`` (the ML-100K variance experiment).
     estimator: object = field(default=None, compare=False)
     experiment: dict | None = field(default=None, compare=False)
+    method: str = DEFAULT_METHOD
 
     @property
     def key(self) -> str:
-        return config_key(self.propensity, self.with_at)
+        return config_key(self.propensity, self.with_at, self.method)
 
     @property
     def variant(self) -> str:
@@ -96,9 +104,11 @@ class Inputs:
 def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None) -> Inputs:
     """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``.
 
-    ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``.
+    ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``;
+    :data:`~atrec.names.NO_PROPENSITY` (a method that weights nothing) gives weights 1.
     """
-    estimator = get_estimator(propensity) if estimator is None else estimator
+    if estimator is None:
+        estimator = get_estimator("uniform" if propensity == NO_PROPENSITY else propensity)
     splits = [make_split(data, s) for s in seeds]
     props = [estimator.estimate(sp) for sp in splits]
 
@@ -119,49 +129,38 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
 
 
 def _settings(spec: RunSpec):
-    from atrec.learners import mf
-
-    return spec.settings or mf.TrainSettings()
+    return spec.settings or TrainSettings()
 
 
 def _at_settings(spec: RunSpec):
-    from atrec.learners import at
-
-    return spec.at_settings or at.ATSettings()
+    return spec.at_settings or ATSettings()
 
 
-def _fit(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs):
-    """Train the seeds of one group; returns (FitResult-like, settings dict)."""
-    from atrec.learners import mf
-
+def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
+         inputs: Inputs) -> tuple[MethodResult, dict]:
+    """Train the seeds of one group with the spec's method (and AT); returns the result and the
+    protocol settings it ran under (a dict for the records)."""
+    method = get_method(spec.method)
+    full = inputs.splits[0].test_full
+    problem = FitProblem(data.num_users, data.num_items, tuple(seeds), inputs.train, inputs.val,
+                         inputs.test, {"user": full.user, "item": full.item,
+                                       "rating": full.rating}, inputs.splits)
+    params = spec.params.as_dict()
     if spec.with_at:
-        from atrec.learners import at
+        from atrec.methods.tri_training import fit_with_at
 
         settings = _at_settings(spec)
-        inits = at.initial_params(data.num_users, data.num_items, spec.params.dim, seeds)
-        result = at.fit_at(inits, inputs.train, inputs.val, inputs.test, spec.params.lam,
-                           spec.params.epsilon, settings, seeds, data.num_users, data.num_items)
-        return result, settings.as_dict()
+        return fit_with_at(method, problem, params, settings), settings.as_dict()
     settings = _settings(spec)
-    init = mf.init_params(data.num_users, data.num_items, spec.params.dim, seeds)
-    pos = mf.batch_positions(settings, len(inputs.splits[0].train), seeds)
-    return mf.fit(init, inputs.train, inputs.val, inputs.test, spec.params.lam, settings, pos), \
-        settings.as_dict()
+    return method.fit(problem, params, settings), settings.as_dict()
 
 
-def ranking_scores(params: tuple, replica: int, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-    """The authors' ranking score ``theta_u . beta_i + b_i`` for one replica, shape ``(n,)``."""
-    U, V, _, bi, _ = params
-    return (U[replica][users] * V[replica][items]).sum(axis=1) + bi[replica][items]
-
-
-def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, result,
-             settings: dict, elapsed: float) -> list[dict]:
+def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
+             result: MethodResult, settings: dict, elapsed: float) -> list[dict]:
     full = inputs.splits[0].test_full
     out = []
     for k, seed in enumerate(seeds):
-        scores = ranking_scores(result.params, k, full.user, full.item)
-        ndcg = ndcg_variants(full.user, full.rating, scores, 3, ("paper", "standard"))
+        ndcg = ndcg_variants(full.user, full.rating, result.scores[k], 3, ("paper", "standard"))
         metrics = {
             "mae": float(result.mae[k]), "mse": float(result.mse[k]),
             "ndcg3_paper": ndcg["paper"], "ndcg3_standard": ndcg["standard"],
@@ -169,7 +168,7 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, 
         }
         record = {
             "schema": SCHEMA, "dataset": spec.dataset, "propensity": spec.propensity,
-            "with_at": spec.with_at, "method": "mf-ips+at" if spec.with_at else "mf-ips",
+            "with_at": spec.with_at, "method": record_method(spec.method, spec.with_at),
             "seed": seed, "model_seed": seed, "batch_seed": settings.get("batch_seed"),
             "params": spec.params.as_dict(), "params_source": spec.params_source,
             "variant": spec.variant,
@@ -183,10 +182,11 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs, 
         }
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
-        if spec.with_at:
-            record["trace"] = {name: np.asarray(v)[:, k].tolist() for name, v in result.trace.items()}
+        if result.traces:
+            record["trace"] = {name: np.asarray(v)[:, k].tolist()
+                               for name, v in result.traces.items()}
         else:
-            record["val_loss_trace"] = result.val_trace[:, k].tolist()
+            record["val_loss_trace"] = np.asarray(result.selection_trace)[:, k].tolist()
         out.append(record)
     return out
 
@@ -246,13 +246,14 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
 
 def validation_loss(data: RatingData, propensity: str, with_at: bool, params: HyperParams,
                     seed: int = TUNING_SEED, settings=None, at_settings=None,
-                    estimator=None) -> float:
+                    estimator=None, method: str = DEFAULT_METHOD) -> float:
     """The tuning objective (PROTOCOL.md): the lowest validation loss of one run on ``seed``'s split.
 
     Nothing is saved. Compiled loops are cached per shape (``dim``), so trials that only change
     ``lam`` or ``epsilon`` do not recompile. ``estimator`` as in :func:`stack_inputs`.
     """
-    spec = RunSpec(data.name, propensity, with_at, params, "tuning", (seed,), settings, at_settings)
+    spec = RunSpec(data.name, propensity, with_at, params, "tuning", (seed,), settings, at_settings,
+                   method=method)
     inputs = stack_inputs(data, propensity, [seed], estimator)
     result, _ = _fit(data, spec, [seed], inputs)
     return float(result.best_val_loss[0])
@@ -283,56 +284,65 @@ class TrainRequest:
     seeds: list[int]
     params: str = "published"
     force: bool = False
-    batch_seed: int | None = 12345
+    batch_seed: int | None = AUTHORS_BATCH_SEED
     loss: str = "snips"
     download: bool = False
+    methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
+
+    def configurations(self) -> list[tuple[str, str, bool]]:
+        """``(method, propensity, with_at)`` in training order: per method, the selected
+        propensities (one slot, :data:`~atrec.names.NO_PROPENSITY`, for a method that uses
+        none), each without then with AT as selected."""
+        out = []
+        for name in self.methods:
+            uses = get_method(name).uses_propensity
+            for propensity in (self.propensities if uses else [NO_PROPENSITY]):
+                out.extend((name, propensity, a) for a in self.at_options)
+        return out
 
 
 def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome]:
     """Train every selected configuration; ``progress(outcome)`` after each one."""
-    from atrec.learners import mf
     from atrec.experiments.params import get_params
 
     outcomes = []
+    configs = request.configurations()
     for dataset in request.datasets:
         # resolve every parameter set first: a bad --params fails before any data is touched
-        chosen = {(p, a): get_params(request.params, dataset, p, a)
-                  for p in request.propensities for a in request.at_options}
+        chosen = {c: get_params(request.params, dataset, c[1], c[2], c[0]) for c in configs}
         if request.download:
             data = ensure_data(dataset, quiet=True)
         else:
             from atrec.data.preprocess import load_data
 
             data = load_data(dataset)
-        for propensity in request.propensities:
-            for with_at in request.at_options:
-                params, source = chosen[(propensity, with_at)]
-                at_settings = None
-                if with_at:
-                    from atrec.learners import at
-
-                    at_settings = at.ATSettings(loss=request.loss, batch_seed=request.batch_seed)
-                spec = RunSpec(
-                    dataset, propensity, with_at, params, source, tuple(request.seeds),
-                    mf.TrainSettings(loss=request.loss, batch_seed=request.batch_seed), at_settings)
-                outcome = run_config(data, spec, root, force=request.force)
-                outcomes.append(outcome)
-                if progress:
-                    progress(outcome)
+        for method, propensity, with_at in configs:
+            params, source = chosen[(method, propensity, with_at)]
+            at_settings = (ATSettings(loss=request.loss, batch_seed=request.batch_seed)
+                           if with_at else None)
+            spec = RunSpec(
+                dataset, propensity, with_at, params, source, tuple(request.seeds),
+                TrainSettings(loss=request.loss, batch_seed=request.batch_seed), at_settings,
+                method=method)
+            outcome = run_config(data, spec, root, force=request.force)
+            outcomes.append(outcome)
+            if progress:
+                progress(outcome)
     return outcomes
 
 
 def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
     """One summary row per configuration: mean and sd over its seeds of every metric."""
-    from atrec.names import PROPENSITY_LABELS
+    from atrec.propensity.registry import propensity_label
     from atrec.evaluation.summary import METRICS, summarize
 
     rows = []
     for outcome in outcomes:
         spec = outcome.spec
         summary = summarize(outcome.records, params=spec.label,
-                            expected_seeds=len(spec.seeds))
-        row = {"dataset": spec.dataset, "propensity": PROPENSITY_LABELS[spec.propensity],
+                            expected_seeds=len(spec.seeds), method=spec.method)
+        row = {"dataset": spec.dataset, "method": spec.method,
+               "propensity": propensity_label(spec.propensity),
                "AT": "with" if spec.with_at else "without", "seeds": len(outcome.records)}
         for metric in METRICS:
             cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)

@@ -64,13 +64,15 @@ from atrec.experiments.runner import (
 from atrec.data.ml100k import MIN_ITEMS_GRID, VarianceData, build_variance_data
 from atrec.names import config_key
 from atrec.experiments.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
-from atrec.propensity.builtin import PairPropensities
+from atrec.propensity.builtin import DataItem
 from atrec.data.ratings import RatingData
 from atrec.experiments.records import params_label
 from atrec.data.splits import Split
 
 DATASET = "ml-100k"
-PROPENSITY = "item"
+PROPENSITY = DataItem.name   # Figure 2's data-level P(i); records before it said "item"
+# the config keys of parameter files written before the data-level P(i) had its own name
+OLD_PARAM_PROPENSITY = "item"
 DEFAULT = "default"
 DATA_DRAWS = ("fixed", "per-seed")
 DATA_SEED = TUNING_SEED  # the data draw of data_draw="fixed" (and of tuning)
@@ -97,34 +99,12 @@ def parse_min_items(spec: str | Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted({int(p) for p in parts}))
 
 
-@dataclass(frozen=True, eq=False)
-class DataItemPropensity:
-    """The fixed item propensity of the paper's Eq. ``ml_pscore`` for training/validation pairs.
-
-    ``item_propensity``: ``P(i) = n_i / max_j n_j`` per item, shape ``(num_items,)``, counted
-    on the whole filtered data (:attr:`atrec.data.ml100k.VarianceData.item_propensity`).
-    """
-
-    item_propensity: np.ndarray
-    name: str = PROPENSITY
-
-    def __post_init__(self) -> None:
-        p = np.asarray(self.item_propensity)
-        if p.ndim != 1 or not len(p) or not ((p > 0) & (p <= 1)).all():
-            raise ValueError("item_propensity must be a non-empty 1-D array of values in (0, 1]")
-
-    def estimate(self, split: Split) -> PairPropensities:
-        """``P(i)`` of every pair of ``split.train`` and ``split.val``, float32 ``(n,)``."""
-        p = np.asarray(self.item_propensity, dtype=np.float32)
-        return PairPropensities(p[split.train.item], p[split.val.item])
-
-
 def load_variance_params(source: str, min_items: int, with_at: bool) -> tuple[HyperParams, str]:
     """Hyperparameters of one (min_items, with/without AT) and their provenance label.
 
     ``source``: ``default`` (``atrec/resources/ml100k_params.yaml``, documented there),
-    ``tuned`` (``atrec variance --tune``) or a YAML file; keys ``ml-100k-min<N>`` -> ``item`` /
-    ``item-at``. ``published`` is refused: the paper published no ML-100K values.
+    ``tuned`` (``atrec variance --tune``) or a YAML file; keys ``ml-100k-min<N>`` -> ``data-item``
+    / ``data-item-at`` (files written before that name: ``item`` / ``item-at``). ``published`` is refused: the paper published no ML-100K values.
     """
     dataset, key = variance_dataset(min_items), config_key(PROPENSITY, with_at)
     if source == PUBLISHED:
@@ -139,6 +119,9 @@ def load_variance_params(source: str, min_items: int, with_at: bool) -> tuple[Hy
         table, label = load_param_table(source)
         where = label
     section = table.get(dataset)
+    if isinstance(section, dict) and key not in section:
+        key = config_key(OLD_PARAM_PROPENSITY, with_at) if config_key(
+            OLD_PARAM_PROPENSITY, with_at) in section else key
     if not isinstance(section, dict) or key not in section:
         raise AtrecError(f"no parameters for {dataset}/{key} in {where}: tune them ('atrec "
                          f"variance --tune') or give a parameter file that has them (--params FILE)")
@@ -281,7 +264,7 @@ def _spec(v: VarianceData, with_at: bool, params: HyperParams, source: str,
                   "propensity": "P(i) = n_i / max n_i over the filtered data (paper Eq. ml_pscore)"}
     return RunSpec(v.data.name, PROPENSITY, with_at, params, source, seeds, request.settings,
                    request.at_settings if with_at else None,
-                   estimator=DataItemPropensity(v.item_propensity), experiment=experiment)
+                   estimator=DataItem(v.item_propensity), experiment=experiment)
 
 
 def check_min_items(ratings: RatingData, min_items: int) -> None:
@@ -421,7 +404,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
     """Tune every (min_items, with/without AT) as PROTOCOL.md tunes Table 1; export to 'tuned'.
 
     Objective: the lowest validation loss of one run on the data built with seed 12345 and its
-    seed-12345 split, weighted by the data-level ``P(i)`` (:class:`DataItemPropensity`); search
+    seed-12345 split, weighted by the data-level ``P(i)`` (:class:`~atrec.propensity.builtin.DataItem`); search
     space, TPE seed, storage, resumption and export as :mod:`atrec.tuning.study` (studies named e.g.
     ``atrec-ml-100k-min5-item-at``; entries ``ml-100k-min5`` -> ``item-at`` in the tuned file).
     ``progress`` is passed to :func:`atrec.tuning.study.run_study`. Returns the
@@ -434,7 +417,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
     outcomes = []
     for m in min_items:
         v = build_point_data(data, m, DATA_SEED)
-        estimator = DataItemPropensity(v.item_propensity)
+        estimator = DataItem(v.item_propensity)
         for with_at in at_options:
             def objective(params: HyperParams, v=v, estimator=estimator, with_at=with_at):
                 return validation_loss(v.data, PROPENSITY, with_at, params, TUNING_SEED,

@@ -62,90 +62,12 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from atrec.learners import mf
-from atrec.learners import pseudolabels
+from atrec.learners import mf, pseudolabels
+from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
+from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
 
 TRACE_NAMES = ("pseudo_loss", "discrepancy", "n_pseudo", "val_loss", "test_mse", "test_mae")
 ROLES = ("A1", "A2", "A3")
-# When the candidate pool is re-drawn: every pseudo-labelling step (the authors' code) or once per
-# iteration (the paper's Algorithm 1).
-RESAMPLE = ("step", "iteration")
-
-
-@dataclass(frozen=True)
-class ATSettings:
-    """Protocol settings of one AT run (PROTOCOL.md defaults; the authors' code)."""
-
-    pre_steps: int = 150
-    iterations: int = 10
-    steps_per_iteration: int = 10
-    batch_size: int = 1024
-    learning_rate: float = 0.01
-    candidate_factor: int = 5
-    loss: str = "snips"
-    batch_seed: int | None = mf.AUTHORS_BATCH_SEED
-    resample: str = "step"
-
-    def __post_init__(self) -> None:
-        if self.resample not in RESAMPLE:
-            raise ValueError(f"unknown resample '{self.resample}': choose from "
-                             f"{', '.join(RESAMPLE)}")
-        for label in ("pre_steps", "iterations", "steps_per_iteration", "batch_size",
-                      "candidate_factor"):
-            value = getattr(self, label)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{label} must be a positive integer, got {value!r}")
-        # TrainSettings validates learning rate, loss and batch seed the same way as MF-IPS
-        self.pretrain_settings()
-
-    @property
-    def pl_steps(self) -> int:
-        """Number of pseudo-labelling steps, ``iterations * steps_per_iteration``."""
-        return self.iterations * self.steps_per_iteration
-
-    def pretrain_settings(self) -> mf.TrainSettings:
-        """The MF-IPS settings whose ``3 * pre_steps`` batches are the pre-training batches."""
-        return mf.TrainSettings(steps=3 * self.pre_steps, batch_size=self.batch_size,
-                                learning_rate=self.learning_rate, loss=self.loss,
-                                batch_seed=self.batch_seed)
-
-    def as_dict(self) -> dict:
-        return {"pre_steps": self.pre_steps, "iterations": self.iterations,
-                "steps_per_iteration": self.steps_per_iteration, "batch_size": self.batch_size,
-                "learning_rate": self.learning_rate, "candidate_factor": self.candidate_factor,
-                "loss": self.loss, "resample": self.resample,
-                "sampler": pseudolabels.SAMPLER,
-                "batch_seed": "per-seed" if self.batch_seed is None else self.batch_seed}
-
-
-@dataclass(frozen=True)
-class Learner:
-    """A base learner of AT as pure TF functions over a parameter tuple ``params``.
-
-    Every array in ``params`` has a leading replica axis ``R``; the last one has shape ``[R]``.
-
-    - ``predict(params, users, items)``: ratings ``[R, n]`` for index tensors ``[R, n]``;
-    - ``gradients(params, users, items, labels, weights, lam, snips)``: ``(loss [R], grads)``
-      with ``grads`` shaped as ``params``, the loss as :func:`atrec.learners.mf.gradients` defines it
-      (weighted mean of squared errors plus the learner's own regulariser);
-    - ``factors(params)`` (optional): ``(user [R, num_users, k], item [R, num_items, k])`` with
-      ``predict(u, i) = user[u] . item[i]`` (a constant goes into a column of ones).
-    """
-
-    name: str
-    predict: Callable
-    gradients: Callable
-    factors: Callable | None = None
-
-
-def _mf_factors(params: tuple):
-    """MF as an inner product: ``[theta_u, b_u + b, 1] . [beta_i, 1, b_i]``."""
-    U, V, bu, bi, b = params
-    return (tf.concat([U, (bu + b[:, None])[..., None], tf.ones_like(bu)[..., None]], axis=-1),
-            tf.concat([V, tf.ones_like(bi)[..., None], bi[..., None]], axis=-1))
-
-
-MF = Learner("mf", mf.predict, mf.gradients, _mf_factors)
 
 
 def at_init_seeds(seed: int) -> tuple[int, int, int]:
@@ -159,11 +81,14 @@ def at_init_seeds(seed: int) -> tuple[int, int, int]:
     return 3 * seed, 3 * seed + 1, 3 * seed + 2
 
 
-def initial_params(num_users: int, num_items: int, dim: int, seeds: list[int]) -> tuple:
-    """``(A1, A2, A3)`` MF parameters for model seeds ``seeds``, each from :func:`mf.init_params`
-    with the seeds of :func:`at_init_seeds`; every array has a leading axis ``len(seeds)``."""
+def initial_params(num_users: int, num_items: int, dim: int, seeds: list[int],
+                   learners: tuple[Learner, Learner, Learner] = (MF, MF, MF)) -> tuple:
+    """``(A1, A2, A3)`` parameters for model seeds ``seeds``, each from its learner's ``init``
+    (MF: :func:`mf.init_params`) with the seeds of :func:`at_init_seeds`; every array has a
+    leading axis ``len(seeds)``."""
     per_role = list(zip(*(at_init_seeds(s) for s in seeds)))
-    return tuple(mf.init_params(num_users, num_items, dim, list(role)) for role in per_role)
+    return tuple(learner.init(num_users, num_items, dim, list(role))
+                 for learner, role in zip(learners, per_role))
 
 
 def pretrain_positions(settings: ATSettings, n_train: int, split_seeds: list[int]) -> np.ndarray:
@@ -208,13 +133,15 @@ def draw_pseudo_batches(l1: Learner, p1: tuple, l2: Learner, p2: tuple, seeds, s
 # Training
 
 def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, lr, snips,
-            active=None):
+            active=None, ctx: StepContext | None = None):
     """One Adam update of ``state = (params, m, v, t)``; replicas with ``active`` False keep
-    their state (``active`` [R] bool, None = all). ``t`` [R] counts each replica's updates."""
+    their state (``active`` [R] bool, None = all). ``t`` [R] counts each replica's updates.
+    ``ctx`` goes to a learner that ``takes_context``."""
     params, m, v, t = state
 
     def adam():
-        _, grads = learner.gradients(params, users, items, labels, weights, lam, snips)
+        extra = (ctx,) if learner.takes_context else ()
+        _, grads = learner.gradients(params, users, items, labels, weights, lam, snips, *extra)
         return mf.adam(params, m, v, grads, t + 1, lr)
 
     if active is None:
@@ -253,6 +180,10 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
         B = pre_pos.shape[3]
         ones = tf.ones([R, B], tf.float32)
 
+        def ctx(t, role, phase):
+            # the draws of a learner that takes a context: keyed by replica stream, step, role
+            return StepContext(seeds, t, SALT_AT[role] + SALT_AT[phase], num_users, num_items)
+
         def pre_body(t, s1, s2, s3):
             def batch(role):
                 pos = pre_pos[:, t, role, :]
@@ -261,9 +192,9 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             u, i, r, _ = batch(0)
             s3 = _update(l3, s3, u, i, r, ones, lam, lr, snips)
             u, i, r, w = batch(1)
-            s1 = _update(l1, s1, u, i, r, w, lam, lr, snips)
+            s1 = _update(l1, s1, u, i, r, w, lam, lr, snips, ctx=ctx(t, "A1", "pre"))
             u, i, r, w = batch(2)
-            s2 = _update(l2, s2, u, i, r, w, lam, lr, snips)
+            s2 = _update(l2, s2, u, i, r, w, lam, lr, snips, ctx=ctx(t, "A2", "pre"))
             return t + 1, s1, s2, s3
 
         _, s1, s2, s3 = tf.while_loop(
@@ -295,8 +226,10 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             va_err = l3.predict(s3[0], va_u, va_i) - va_r
             val = mf.weighted_loss(va_err * va_err, va_w, snips)
             mse, mae = mf.eval_metrics(s3[0], te_u, te_i, te_r, l3.predict)
-            s1 = _update(l1, s1, u[:, 1], i[:, 1], y[:, 1], ones, lam, lr, snips, has)
-            s2 = _update(l2, s2, u[:, 2], i[:, 2], y[:, 2], ones, lam, lr, snips, has)
+            s1 = _update(l1, s1, u[:, 1], i[:, 1], y[:, 1], ones, lam, lr, snips, has,
+                         ctx(t, "A1", "pl"))
+            s2 = _update(l2, s2, u[:, 2], i[:, 2], y[:, 2], ones, lam, lr, snips, has,
+                         ctx(t, "A2", "pl"))
             row = tf.stack([pseudo_loss, disc, tf.cast(k, tf.float32), val, mse, mae])
             return t + 1, s1, s2, s3, kept, ta.write(t, row)
 

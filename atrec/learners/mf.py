@@ -56,37 +56,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-LOSSES = ("snips", "ips")
-AUTHORS_BATCH_SEED = 12345
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """Protocol settings of one MF-IPS training run (PROTOCOL.md defaults)."""
-
-    steps: int = 500
-    batch_size: int = 1024
-    learning_rate: float = 0.01
-    loss: str = "snips"
-    batch_seed: int | None = AUTHORS_BATCH_SEED
-
-    def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if self.loss not in LOSSES:
-            raise ValueError(f"unknown loss '{self.loss}': choose from {', '.join(LOSSES)}")
-        if self.batch_seed is not None and self.batch_seed < 0:
-            raise ValueError(f"batch_seed must be >= 0 or None, got {self.batch_seed}")
-
-    def as_dict(self) -> dict:
-        return {"steps": self.steps, "batch_size": self.batch_size,
-                "learning_rate": self.learning_rate, "loss": self.loss,
-                "batch_seed": "per-seed" if self.batch_seed is None else self.batch_seed}
-
+from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
 
 # ---------------------------------------------------------------------------------------------
 # Parameters: a tuple (U [R, nu, d], V [R, ni, d], bu [R, nu], bi [R, ni], b [R])
@@ -222,22 +192,30 @@ class FitResult:
 
 
 @functools.cache
-def _fit_loop(dim: int):
+def _fit_loop(dim: int, learner=None, num_users: int = 0, num_items: int = 0):
     """The compiled training loop for embeddings of ``dim`` columns (:func:`_train_loop`).
 
     One function per dimension: ``reduce_retracing`` relaxes the shapes that vary between
     calls to unknown, and :func:`_predict_rows` needs the number of columns as a number.
     XLA compiles every concrete shape anyway. The loop is written in TF ops (``tf.while_loop``,
-    no Python control flow on tensors), so AutoGraph is off: its source conversion cost about
-    0.6-0.8 s per configuration at Yahoo's size, more than the whole warm training of two seeds
-    at dim 5.
+    no Python control flow on tensors), so AutoGraph is off (its source conversion cost more
+    than a whole warm fit of two seeds at Yahoo's size). ``learner`` (an
+    :class:`atrec.learners.base.Learner`): train that model instead of MF-IPS with the same
+    schedule, selection and Adam (``num_users`` x ``num_items`` cells); ``None`` is MF-IPS's
+    own loop.
     """
-    return tf.function(_train_loop, jit_compile=True, reduce_retracing=True, autograph=False)
+    loop = _train_loop if learner is None else functools.partial(
+        _train_loop, learner=learner, cells=(num_users, num_items))
+    return tf.function(loop, jit_compile=True, reduce_retracing=True, autograph=False)
 
 
 def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_w,
-                te_u, te_i, te_r, lam, lr, snips):
-    """The whole training loop as one XLA while loop. ``batch_pos`` is ``[R, steps, B]``."""
+                te_u, te_i, te_r, lam, lr, snips, streams=None, learner=None, cells=None):
+    """The whole training loop as one XLA while loop. ``batch_pos`` is ``[R, steps, B]``.
+
+    ``learner``, ``streams``, ``cells``: another model, its replicas' stream seeds and the
+    number of users and items (:func:`_fit_loop`).
+    """
     steps = tf.shape(batch_pos)[1]
     R = tf.shape(tr_u)[0]
     shapes = [tf.shape(p) for p in params]
@@ -253,9 +231,14 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         items = tf.gather(tr_i, pos, batch_dims=1)
         labels = tf.gather(tr_r, pos, batch_dims=1)
         weights = tf.gather(tr_w, pos, batch_dims=1)
-        _, grads = gradients(unflat(params), users, items, labels, weights, lam, snips)
+        if learner is None:
+            _, grads = gradients(unflat(params), users, items, labels, weights, lam, snips)
+        else:
+            extra = (_context(streams, t, cells),) if learner.takes_context else ()
+            _, grads = learner.gradients(unflat(params), users, items, labels, weights, lam,
+                                         snips, *extra)
         params, m, v = adam(params, m, v, _flat(grads), t + 1, lr)
-        pred = _predict_rows(unflat(params), va_u, va_i)
+        pred = (_predict_rows if learner is None else learner.predict)(unflat(params), va_u, va_i)
         err = pred - va_r
         val = weighted_loss(err * err, va_w, snips)
         better = val < best_val
@@ -268,8 +251,16 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         lambda t, *_: t < steps, body,
         (tf.constant(0), params, m0, v0, params, inf, tf.zeros([R], tf.int32), val_ta))
     _, params, _, _, best_params, best_val, best_step, val_ta = out
-    best_mse, best_mae = eval_metrics(unflat(best_params), te_u, te_i, te_r)
+    best_mse, best_mae = eval_metrics(unflat(best_params), te_u, te_i, te_r,
+                                      predict if learner is None else learner.predict)
     return unflat(params), best_val, best_step, best_mse, best_mae, val_ta.stack()
+
+
+def _context(streams, t, cells: tuple[int, int]):
+    """The :class:`atrec.learners.base.StepContext` of step ``t`` of a stand-alone fit."""
+    from atrec.learners.base import SALT_FIT, StepContext
+
+    return StepContext(streams, t, SALT_FIT, *cells)
 
 
 def _predict_rows(params: tuple, users, items):
@@ -304,6 +295,10 @@ def batch_positions(settings: TrainSettings, n_train: int, split_seeds: list[int
                      for s in split_seeds])
 
 
+# replicas are stacked in one compiled call while their tables and Adam state fit this (cache)
+STACK_BYTES = 4_000_000
+
+
 def default_chunk(replicas: int, num_users: int, num_items: int, dim: int) -> int:
     """Replicas per compiled call: all of them while their tables stay cache-sized, else one.
 
@@ -317,7 +312,7 @@ def default_chunk(replicas: int, num_users: int, num_items: int, dim: int) -> in
     dim 20: 0.174, 0.187, 0.193, 0.206, 0.226. One replica per call stays the rule at this size.
     """
     table_bytes = (num_users + num_items) * (dim + 1) * 4 * 4  # params, m, v, grads
-    return replicas if replicas * table_bytes <= 4_000_000 else 1
+    return replicas if replicas * table_bytes <= STACK_BYTES else 1
 
 
 def map_chunks(run, replicas: int, chunk: int, threads: int) -> list:
@@ -355,7 +350,8 @@ def by_user(cols: dict) -> dict:
 
 def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
         settings: TrainSettings, batch_pos: np.ndarray, chunk: int | None = None,
-        threads: int | None = None) -> FitResult:
+        threads: int | None = None, learner=None, streams: np.ndarray | None = None,
+        cells: tuple[int, int] | None = None) -> FitResult:
     """Train ``R`` replicas and select each one's step of lowest validation loss.
 
     ``train`` / ``val`` hold ``user``, ``item``, ``rating``, ``weight`` arrays of shape ``[R, n]``
@@ -364,11 +360,18 @@ def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
     :func:`batch_positions`. Replicas are trained ``chunk`` at a time (default
     :func:`default_chunk`) by ``threads`` parallel compiled calls (default: the CPU count, at
     most 2 here). Results do not depend on ``chunk`` or ``threads``: replicas are independent.
+
+    ``learner`` (:class:`atrec.learners.base.Learner`) trains that model on the same schedule
+    instead of MF-IPS; ``init`` then comes from its ``init``, ``streams`` ``[R]`` (int64) seed
+    its random draws and ``cells`` is ``(num_users, num_items)``.
     """
     R = init[0].shape[0]
     val, test = by_user(val), by_user(test)
-    if chunk is None:
+    if chunk is None and learner is None:
         chunk = default_chunk(R, init[0].shape[1], init[1].shape[1], init[0].shape[2])
+    elif chunk is None:
+        per_replica = sum(np.asarray(p[0]).size for p in init) * 4 * 4
+        chunk = R if R * per_replica <= STACK_BYTES else 1
     threads = threads or min(2, os.cpu_count() or 1)
     f32, i32 = np.float32, np.int32
     te = (tf.constant(test["user"], i32), tf.constant(test["item"], i32),
@@ -378,16 +381,18 @@ def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,
 
     def run(lo: int, hi: int):
         sl = slice(lo, hi)
-        return _fit_loop(init[0].shape[-1])(
+        extra = {} if learner is None else {"streams": tf.constant(streams[sl], tf.int64)}
+        return _fit_loop(init[0].shape[-1], learner, *(cells or (0, 0)))(
             tuple(tf.constant(p[sl]) for p in init), tf.constant(batch_pos[sl], i32),
             tf.constant(train["user"][sl], i32), tf.constant(train["item"][sl], i32),
             tf.constant(train["rating"][sl], f32), tf.constant(train["weight"][sl], f32),
             tf.constant(val["user"][sl], i32), tf.constant(val["item"][sl], i32),
             tf.constant(val["rating"][sl], f32), tf.constant(val["weight"][sl], f32),
-            *te, *consts)
+            *te, *consts, **extra)
 
     outs = map_chunks(run, R, chunk, threads)
     cat = lambda k: np.concatenate([o[k].numpy() for o in outs], axis=0)  # noqa: E731
     cat1 = lambda k: np.concatenate([o[k].numpy() for o in outs], axis=1)  # noqa: E731
-    params = tuple(np.concatenate([o[0][j].numpy() for o in outs], axis=0) for j in range(5))
+    params = tuple(np.concatenate([o[0][j].numpy() for o in outs], axis=0)
+                   for j in range(len(init)))
     return FitResult(params, cat(2), cat(1), cat(4), cat(3), cat1(5))

@@ -55,9 +55,6 @@ import tensorflow as tf
 from atrec.learners import rng
 
 WORD_BITS = 32
-# Recorded with AT's settings: records made before this module (atrec's first sampler drew the
-# candidates themselves; same law, other draws) have no such field.
-SAMPLER = "survivor-mask"
 # Entries of one replica's block of |A1 - A2| (users x padded items), 1 MB of float32, the size
 # of this CPU's L2. Yahoo size, dim 40, one core, ms per survivor mask: 2^16 21.9, 2^17 17.5,
 # 2^18 15.7, 2^19 16.6. The block does not depend on the number of replicas, because the

@@ -1,7 +1,7 @@
-"""The six propensity estimators of the paper (section 5.1.2) and PROTOCOL.md.
+"""atrec's own propensity estimators: the paper's six (section 5.1.2, PROTOCOL.md) and Figure 2's.
 
-Each estimator maps a :class:`~atrec.data.splits.Split` to per-pair propensities of its training and
-validation ratings, estimated from the training part only. With ``O`` the observed training
+Each estimator (a :class:`~atrec.propensity.base.Propensity`) maps a split to per-pair
+propensities of its training and validation ratings, estimated from the training part only. With ``O`` the observed training
 matrix and ``n_u`` / ``n_i`` the training ratings of user ``u`` / item ``i``:
 
 ========== =========================================================================
@@ -23,22 +23,11 @@ user, item and rating value is present, so the floor never acts there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from atrec.errors import AtrecError
-from atrec.names import PROPENSITIES, PROPENSITY_LABELS
 from atrec.data.ratings import Ratings
 from atrec.data.splits import Split
-
-
-@dataclass(frozen=True)
-class PairPropensities:
-    """Propensities of the training and validation pairs, float32 arrays of shape ``(n,)``."""
-
-    train: np.ndarray
-    val: np.ndarray
+from atrec.propensity.base import PairPropensities, Propensity
 
 
 def _relative(counts: np.ndarray) -> np.ndarray:
@@ -51,59 +40,110 @@ def _rating_shares(ratings: Ratings) -> np.ndarray:
     return np.maximum(ratings.histogram().astype(np.float64), 1.0)
 
 
-@dataclass(frozen=True)
-class PropensityEstimator:
-    """One propensity model, named as on the command line (``item``, ``nb-true``, ...)."""
+def _ones(split: Split) -> PairPropensities:
+    return PairPropensities(np.ones(len(split.train), np.float32),
+                            np.ones(len(split.val), np.float32))
 
-    name: str
 
-    def __post_init__(self) -> None:
-        if self.name not in PROPENSITIES:
-            raise ValueError(
-                f"unknown propensity '{self.name}': choose from {', '.join(PROPENSITIES)}"
-            )
-
-    @property
-    def label(self) -> str:
-        """The row label of the paper's Table 1, e.g. ``NB (true)``."""
-        return PROPENSITY_LABELS[self.name]
-
-    def per_rating_value(self, split: Split) -> np.ndarray | None:
-        """For the NB estimators, P indexed by rating value - 1, shape ``(5,)``; else ``None``."""
-        if self.name == "nb-uniform":
-            return _relative(_rating_shares(split.train))
-        if self.name == "nb-true":
-            ratio = _rating_shares(split.train) / _rating_shares(split.test_prior)
-            return ratio / ratio.max()
-        return None
+class Uniform(Propensity):
+    name, label, paper_row = "uniform", "uniform", True
+    description = "P = 1 for every pair (MF-IPS is then plain MF)"
 
     def estimate(self, split: Split) -> PairPropensities:
-        """Propensities of ``split.train`` and ``split.val`` pairs, from ``split.train`` only."""
-        train, val = split.train, split.val
-        if self.name == "uniform":
-            return PairPropensities(np.ones(len(train), np.float32), np.ones(len(val), np.float32))
-        if self.name in ("user", "item", "user-item"):
-            p_user = _relative(np.bincount(train.user, minlength=split.num_users))
-            p_item = _relative(np.bincount(train.item, minlength=split.num_items))
+        return _ones(split)
 
-            def pairs(r: Ratings) -> np.ndarray:
-                if self.name == "user":
-                    return p_user[r.user]
-                if self.name == "item":
-                    return p_item[r.item]
-                return p_user[r.user] * p_item[r.item]
 
-            return PairPropensities(pairs(train).astype(np.float32), pairs(val).astype(np.float32))
+class _Counts(Propensity):
+    """P(u) and P(i) from training counts, relative to their maximum."""
+
+    def pair_values(self, p_user: np.ndarray, p_item: np.ndarray, r: Ratings) -> np.ndarray:
+        raise NotImplementedError
+
+    def estimate(self, split: Split) -> PairPropensities:
+        train = split.train
+        p_user = _relative(np.bincount(train.user, minlength=split.num_users))
+        p_item = _relative(np.bincount(train.item, minlength=split.num_items))
+        return PairPropensities(self.pair_values(p_user, p_item, train).astype(np.float32),
+                                self.pair_values(p_user, p_item, split.val).astype(np.float32))
+
+
+class User(_Counts):
+    name, label, paper_row = "user", "user", True
+    description = "P(u) = n_u / max n_u (training ratings per user)"
+
+    def pair_values(self, p_user, p_item, r):
+        return p_user[r.user]
+
+
+class Item(_Counts):
+    name, label, paper_row = "item", "item", True
+    description = "P(i) = n_i / max n_i (training ratings per item)"
+
+    def pair_values(self, p_user, p_item, r):
+        return p_item[r.item]
+
+
+class UserItem(_Counts):
+    name, label, paper_row = "user-item", "user-item", True
+    description = "P(u) * P(i)"
+
+    def pair_values(self, p_user, p_item, r):
+        return p_user[r.user] * p_item[r.item]
+
+
+class _PerRating(Propensity):
+    """Naive-Bayes estimators: a propensity per rating value (Schnabel et al. 2016)."""
+
+    def per_rating_value(self, split: Split) -> np.ndarray:
+        """P indexed by rating value - 1, shape ``(5,)``."""
+        raise NotImplementedError
+
+    def estimate(self, split: Split) -> PairPropensities:
         table = self.per_rating_value(split)
         return PairPropensities(
-            table[train.rating.astype(np.int64) - 1].astype(np.float32),
-            table[val.rating.astype(np.int64) - 1].astype(np.float32),
+            table[split.train.rating.astype(np.int64) - 1].astype(np.float32),
+            table[split.val.rating.astype(np.int64) - 1].astype(np.float32),
         )
 
 
-def get_estimator(name: str) -> PropensityEstimator:
-    """The estimator called ``name``; an unknown name is a one-line :class:`AtrecError`."""
-    try:
-        return PropensityEstimator(name)
-    except ValueError as exc:
-        raise AtrecError(str(exc)) from None
+class NBUniform(_PerRating):
+    name, label, paper_row = "nb-uniform", "NB (uniform)", True
+    description = "P(R=r | O=1) / max, naive Bayes with a uniform rating prior"
+
+    def per_rating_value(self, split: Split) -> np.ndarray:
+        return _relative(_rating_shares(split.train))
+
+
+class NBTrue(_PerRating):
+    name, label, paper_row, uses_mcar = "nb-true", "NB (true)", True, True
+    description = "P(R=r | O=1) / P(R=r), P(R=r) from the 5% MCAR slice (reference only)"
+
+    def per_rating_value(self, split: Split) -> np.ndarray:
+        ratio = _rating_shares(split.train) / _rating_shares(split.test_prior)
+        return ratio / ratio.max()
+
+
+class DataItem(Propensity):
+    """Figure 2's item propensity ``P(i) = n_i / max_j n_j`` counted on the whole filtered
+    ML-100K data (the paper's ``ml_pscore``), which also shaped that experiment's test set.
+
+    ``item_propensity``: shape ``(num_items,)``, values in (0, 1]
+    (:attr:`atrec.data.ml100k.VarianceData.item_propensity`). Only ``atrec variance`` builds it.
+    """
+
+    name, label, selectable = "data-item", "P(i) on the data", False
+    description = "Figure 2: P(i) counted on the whole filtered ML-100K data (atrec variance)"
+
+    def __init__(self, item_propensity: np.ndarray) -> None:
+        p = np.asarray(item_propensity)
+        if p.ndim != 1 or not len(p) or not ((p > 0) & (p <= 1)).all():
+            raise ValueError("item_propensity must be a non-empty 1-D array of values in (0, 1]")
+        self.item_propensity = p
+
+    def estimate(self, split: Split) -> PairPropensities:
+        """``P(i)`` of every pair of ``split.train`` and ``split.val``, float32 ``(n,)``."""
+        p = np.asarray(self.item_propensity, dtype=np.float32)
+        return PairPropensities(p[split.train.item], p[split.val.item])
+
+
+BUILT_IN = (Uniform, User, Item, UserItem, NBUniform, NBTrue, DataItem)

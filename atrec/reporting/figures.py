@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from atrec.names import PROPENSITY_LABELS
+from atrec.propensity.registry import propensity_label
 from atrec.paths import results_dir
 from atrec.evaluation.summary import Summary
 
@@ -142,7 +142,7 @@ def _trace_figure(summary: Summary, series: Sequence[tuple[str, str]], ylabel: s
         for key, label in series:
             _band(ax, trace.series(key), label)
         name = DATASET_LABELS.get(trace.dataset, trace.dataset)
-        ax.set_title(f"{name}, {PROPENSITY_LABELS.get(trace.propensity, trace.propensity)} "
+        ax.set_title(f"{name}, {propensity_label(trace.propensity)} "
                      f"({len(trace.seeds)} seeds)")
         ax.set_xlabel("pseudo-labelling step")
         ax.set_ylabel(ylabel)

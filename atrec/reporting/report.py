@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from atrec.errors import AtrecError
-from atrec.names import PROPENSITIES, PROPENSITY_LABELS, TABLE_DATASETS
+from atrec.names import TABLE_DATASETS
+from atrec.propensity.registry import table1_propensities, propensity_label
 from atrec.experiments.params import PUBLISHED
 from atrec.evaluation.summary import EXPECTED_SEEDS, LOWER_IS_BETTER, Summary, load_summary
 from atrec.reporting.tables import FORMATS, render
@@ -62,7 +63,7 @@ def paper_table() -> dict[tuple[str, str, bool], dict[str, float]]:
 
 def _config(dataset: str, propensity: str, with_at: bool | None = None) -> str:
     at = "" if with_at is None else (" with AT" if with_at else " without AT")
-    return f"{DATASET_LABELS.get(dataset, dataset)} {PROPENSITY_LABELS[propensity]}{at}"
+    return f"{DATASET_LABELS.get(dataset, dataset)} {propensity_label(propensity)}{at}"
 
 
 def signed(value: float, digits: int) -> str:
@@ -110,7 +111,7 @@ class Claim:
 
 
 def _means(summary: Summary, dataset: str, metric: str, with_at: bool) -> dict[str, float | None]:
-    return {p: summary.mean(dataset, p, with_at, metric) for p in PROPENSITIES}
+    return {p: summary.mean(dataset, p, with_at, metric) for p in table1_propensities()}
 
 
 def _missing_claim(key: int, statement: str, datasets: tuple[str, ...], missing: list[str],
@@ -128,7 +129,7 @@ def _missing_claim(key: int, statement: str, datasets: tuple[str, ...], missing:
 def _missing_cells(summary: Summary, dataset: str, metrics: Sequence[str],
                    ats: Sequence[bool]) -> list[str]:
     return [f"{_config(dataset, p, at)} ({METRIC_LABELS[m]})"
-            for p in PROPENSITIES for at in ats for m in metrics
+            for p in table1_propensities() for at in ats for m in metrics
             if summary.mean(dataset, p, at, m) is None]
 
 
@@ -142,13 +143,13 @@ def _at_improves_everywhere(summary: Summary, key: int, statement: str, dataset:
     for metric in metrics:
         without = _means(summary, dataset, metric, False)
         with_at = _means(summary, dataset, metric, True)
-        better = {p: _better(metric, without[p], with_at[p])[1] for p in PROPENSITIES}
+        better = {p: _better(metric, without[p], with_at[p])[1] for p in table1_propensities()}
         ok = ok and all(better.values())
         d = DIGITS[metric]
-        cells = ", ".join(f"{PROPENSITY_LABELS[p]} {without[p]:.{d}f}->{with_at[p]:.{d}f}"
-                          f"{'' if better[p] else ' (not improved)'}" for p in PROPENSITIES)
+        cells = ", ".join(f"{propensity_label(p)} {without[p]:.{d}f}->{with_at[p]:.{d}f}"
+                          f"{'' if better[p] else ' (not improved)'}" for p in table1_propensities())
         parts.append(f"{METRIC_LABELS[metric]} w/o->w/ AT: {cells}; "
-                     f"improved for {sum(better.values())} of {len(PROPENSITIES)}")
+                     f"improved for {sum(better.values())} of {len(table1_propensities())}")
     return Claim(key, statement, HOLDS if ok else FAILS, " | ".join(parts), (dataset,))
 
 
@@ -165,7 +166,7 @@ def _claim2(summary: Summary) -> Claim:
         best = means["nb-true"] < others[runner]
         ok = ok and best
         parts.append(f"{METRIC_LABELS[metric]}: NB (true) {means['nb-true']:.3f}, best other "
-                     f"{PROPENSITY_LABELS[runner]} {others[runner]:.3f} "
+                     f"{propensity_label(runner)} {others[runner]:.3f} "
                      f"(gap {others[runner] - means['nb-true']:+.3f})")
     return Claim(2, statement, HOLDS if ok else FAILS, "; ".join(parts), ("yahoo",))
 
@@ -308,9 +309,9 @@ def table1_rows(summary: Summary, fmt: str = "table", std: bool = False, ndcg: s
     published = paper_table() if compare else {}
     rows, columns = [], []
     for dataset in (d for d in TABLE_DATASETS if d in summary.datasets):
-        for propensity in PROPENSITIES:
+        for propensity in table1_propensities():
             row = ({"dataset": dataset, "propensity": propensity} if fmt == "json" else
-                   {"data": DATASET_LABELS[dataset], "propensity": PROPENSITY_LABELS[propensity]})
+                   {"data": DATASET_LABELS[dataset], "propensity": propensity_label(propensity)})
             for metric in metrics:
                 cells = [summary.cell(dataset, propensity, at, metric) for at in (False, True)]
                 means = [c.mean if c is not None and c.n else None for c in cells]
@@ -382,7 +383,7 @@ def _format_sig_rows(tests: list, fmt: str) -> list[dict]:
         return rows
     for row in rows:
         row["dataset"] = DATASET_LABELS.get(row["dataset"], row["dataset"])
-        row["propensity"] = PROPENSITY_LABELS.get(row["propensity"], row["propensity"])
+        row["propensity"] = propensity_label(row["propensity"])
         row["metric"] = METRIC_LABELS.get(row["metric"], row["metric"])  # no "_" for LaTeX
         for key, value in row.items():
             if value is None or (isinstance(value, float) and not math.isfinite(value)):

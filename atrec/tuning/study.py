@@ -61,9 +61,9 @@ from atrec.names import config_key
 from atrec.experiments.params import HyperParams, load_param_table, tuned_params_path
 from atrec.paths import results_dir
 from atrec.experiments.records import atomic_write_text
+from atrec.protocol import SAMPLER_SEED
 
 DEFAULT_TRIALS = 25
-SAMPLER_SEED = 123
 DEFAULT_PREFIX = "atrec"
 STORAGE_FILE = "optuna.db"
 WORKER_ATTR = "worker"      # set by a trial's objective when it starts (host:pid)
@@ -609,7 +609,7 @@ def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False) -> list[di
     ``numeric``: raw numbers (for csv/json); otherwise display strings (4-decimal loss, lam and
     epsilon to 3 significant digits).
     """
-    from atrec.names import PROPENSITY_LABELS
+    from atrec.propensity.registry import propensity_label
 
     def show(value, spec: str):
         if value is None:
@@ -620,7 +620,7 @@ def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False) -> list[di
     for o in outcomes:
         p = o.best_params
         rows.append({
-            "dataset": o.dataset, "propensity": PROPENSITY_LABELS.get(o.propensity, o.propensity),
+            "dataset": o.dataset, "propensity": propensity_label(o.propensity),
             "AT": "with" if o.with_at else "without", "study": o.study,
             "trials": o.complete if numeric else f"{o.complete}/{o.target}", "ran": o.ran,
             "best val loss": show(o.best_value, ".4f"),

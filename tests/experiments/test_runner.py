@@ -8,7 +8,7 @@ from atrec.learners import mf
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.runner import RunSpec, TrainRequest, parse_seeds, run_config, train
-from atrec.names import PROPENSITIES
+from atrec.propensity.registry import table1_propensities
 from atrec.experiments.params import HyperParams
 from atrec.experiments.records import record_path
 
@@ -83,7 +83,7 @@ def _paper(with_at: bool) -> dict:
 def test_coat_without_at_reproduces_table1_within_one_percent(coat_data, tmp_path, monkeypatch):
     """All six propensities, published parameters, 20 seeds (about 10 s on 2 cores)."""
     monkeypatch.setattr("atrec.data.preprocess.load_data", lambda name: coat_data)
-    outcomes = train(TrainRequest(["coat"], list(PROPENSITIES), [False], list(range(20))),
+    outcomes = train(TrainRequest(["coat"], list(table1_propensities()), [False], list(range(20))),
                      root=tmp_path)
     paper = _paper(False)
     for outcome in outcomes:

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from atrec.learners import mf
+from atrec.propensity.builtin import DataItem
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.params import HyperParams
@@ -16,7 +17,6 @@ from atrec.data.ratings import Ratings
 from atrec.experiments.records import record_path
 from atrec.data.splits import Split
 from atrec.experiments.variance import (
-    DataItemPropensity,
     MeanSE,
     VarianceRequest,
     describe_params,
@@ -58,7 +58,7 @@ def test_data_item_propensity_looks_up_the_fixed_values():
     train = Ratings.from_arrays([0, 1, 2], [2, 0, 1], [1, 2, 3])
     val = Ratings.from_arrays([0], [2], [4])
     split = Split("x", 0, train, val, val, val, val, 3, 3)
-    est = DataItemPropensity(p).estimate(split)
+    est = DataItem(p).estimate(split)
     assert est.train.tolist() == [0.25, 0.5, 1.0] and est.val.tolist() == [0.25]
 
 
@@ -66,7 +66,7 @@ def test_data_item_propensity_looks_up_the_fixed_values():
                                  np.ones((2, 2))])
 def test_data_item_propensity_rejects(bad):
     with pytest.raises(ValueError, match="item_propensity"):
-        DataItemPropensity(bad)
+        DataItem(bad)
 
 
 def test_mean_se_by_hand():
@@ -141,7 +141,7 @@ def test_end_to_end_reduced(reduced_run):
         assert p.with_at is None and p.ratio is None and p.without["mse"].n == 2
         mae, mse = p.without["mae"].mean, p.without["mse"].mean
         assert np.isfinite(mse) and mse >= mae ** 2 > 0  # Jensen: E[e^2] >= E[|e|]^2
-    rec = json.loads(record_path("ml-100k-min50", "item", "default", 1, root).read_text())
+    rec = json.loads(record_path("ml-100k-min50", "data-item", "default", 1, root).read_text())
     assert rec["dataset"] == "ml-100k-min50" and rec["params_source"] == "default"
     assert rec["experiment"]["min_items"] == 50 and rec["experiment"]["data_seed"] == 12345
     assert rec["protocol"]["settings"]["steps"] == 30 and rec["protocol"]["num_items"] == 603
@@ -152,13 +152,13 @@ def test_end_to_end_reduced(reduced_run):
 
 def test_fixed_draw_is_shared_and_per_seed_draws_differ(reduced_run, ml100k_data, tmp_path):
     root, request, _ = reduced_run
-    fixed = [json.loads(record_path("ml-100k-min20", "item", "default", s, root).read_text())
+    fixed = [json.loads(record_path("ml-100k-min20", "data-item", "default", s, root).read_text())
              for s in (0, 1)]
     assert fixed[0]["protocol"]["n_test"] == fixed[1]["protocol"]["n_test"]
     assert [r["experiment"]["data_draw"] for r in fixed] == ["fixed", "fixed"]
     per_seed = dataclasses.replace(request, min_items=(20,), data_draw="per-seed")
     run_variance(per_seed, ml100k_data, root=tmp_path, figures=False)
-    recs = [json.loads(record_path("ml-100k-min20", "item", "default", s, tmp_path).read_text())
+    recs = [json.loads(record_path("ml-100k-min20", "data-item", "default", s, tmp_path).read_text())
             for s in (0, 1)]
     # same data size, different 50% test draws -> different re-sampled test sizes
     assert [r["experiment"]["data_seed"] for r in recs] == [0, 1]
@@ -174,7 +174,7 @@ def test_rerun_resumes_and_gives_the_same_summary(reduced_run, ml100k_data):
     again = run_variance(request, ml100k_data, root=root, figures=False)
     assert again.trained == 0 and again.reused == 4 and again.figures == []
     assert variance_rows(again.points) == variance_rows(first.points)
-    record_path("ml-100k-min20", "item", "default", 0, root).unlink()
+    record_path("ml-100k-min20", "data-item", "default", 0, root).unlink()
     third = run_variance(request, ml100k_data, root=root, figures=False)
     assert third.trained == 1 and third.reused == 3
     assert third.points[0].without["mse"].mean == pytest.approx(
@@ -195,7 +195,7 @@ def cli_env(tmp_path, monkeypatch):
     (["--seeds", "x"], "--seeds x"),
     (["--params", "published"], "published no parameters for ML-100K"),
     (["--min-items", "600", "--without-at"], "the most-rated movie has 583"),
-    (["--min-items", "3", "--without-at"], "no parameters for ml-100k-min3/item"),
+    (["--min-items", "3", "--without-at"], "no parameters for ml-100k-min3/data-item"),
     (["--tune", "--params", "published"], "--tune writes the tuned set"),
 ])
 def test_cli_bad_input_is_one_line(cli_env, args, fragment):
@@ -223,10 +223,10 @@ def test_tuning_per_min_items_feeds_the_tuned_set(ml100k_data, tmp_path, monkeyp
                               settings=FEW_STEPS, tune_trials=2)
     result = run_variance(request, ml100k_data, figures=False)
     (study,) = result.studies
-    assert study.study == "atrec-ml-100k-min50-item" and study.complete == 2
+    assert study.study == "atrec-ml-100k-min50-data-item" and study.complete == 2
     best = study.best_params
     assert load_variance_params("tuned", 50, False)[0] == best
-    rec = json.loads(record_path("ml-100k-min50", "item", "tuned", 0, tmp_path).read_text())
+    rec = json.loads(record_path("ml-100k-min50", "data-item", "tuned", 0, tmp_path).read_text())
     assert rec["params"] == best.as_dict() and rec["params_source"].startswith("tuned")
     # a rerun finds the study complete and the record present: nothing is run again
     again = run_variance(request, ml100k_data, figures=False)
@@ -248,7 +248,7 @@ def test_tuning_needs_the_tuned_set():
 def test_missing_parameters_fail_before_any_training(ml100k_data, tmp_path):
     request = VarianceRequest(min_items=(50, 7), at_options=(False,), seeds=(0,),
                               settings=FEW_STEPS)
-    with pytest.raises(AtrecError, match="no parameters for ml-100k-min7/item"):
+    with pytest.raises(AtrecError, match="no parameters for ml-100k-min7/data-item"):
         run_variance(request, ml100k_data, root=tmp_path, figures=False)
     assert not (tmp_path / "runs").exists()
 
@@ -280,7 +280,7 @@ def test_end_to_end_with_at_reduced(ml100k_data, tmp_path):
     result = run_variance(request, ml100k_data, root=tmp_path)
     (p,) = result.points
     assert p.paired_seeds == (0, 1) and result.trained == 4
-    recs = {(at_, s): json.loads(record_path("ml-100k-min50", "item-at" if at_ else "item",
+    recs = {(at_, s): json.loads(record_path("ml-100k-min50", "data-item-at" if at_ else "data-item",
                                              "default", s, tmp_path).read_text())
             for at_ in (False, True) for s in (0, 1)}
     ratios = [recs[True, s]["metrics"]["mse"] / recs[False, s]["metrics"]["mse"] for s in (0, 1)]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
-from atrec.propensity.builtin import PropensityEstimator, get_estimator
+from atrec.propensity import get_estimator
 from atrec.data.ratings import Ratings
 from atrec.data.splits import Split
 
@@ -41,8 +41,6 @@ def test_estimates_use_the_training_part_only():
 
 
 def test_unknown_name():
-    with pytest.raises(ValueError, match="unknown propensity 'pop'"):
-        PropensityEstimator("pop")
     with pytest.raises(AtrecError, match="choose from uniform, user, item"):
         get_estimator("pop")
     assert get_estimator("nb-true").label == "NB (true)"

@@ -1,0 +1,105 @@
+"""The learner contract: a model as pure TensorFlow functions over stacked replicas.
+
+A :class:`Learner` is what the compiled training loops run: MF-IPS's own loop
+(:func:`atrec.learners.mf.fit`), AT's three roles (:mod:`atrec.learners.at`) and any method's
+learner. Every parameter array has a leading replica axis ``R`` (one replica per seed) and the
+last array has shape ``[R]``, so replicas never mix and many seeds train in one compiled call.
+
+Randomness inside a loop is stateless: a learner that needs random draws at a step (uniform
+unlabelled cells, as DR and domain-adversarial methods do) sets ``takes_context`` and receives a
+:class:`StepContext`, whose per-replica stream seeds and step counter key its draws
+(:func:`uniform_cells`). A replica's draws then depend on its own seed only, never on which
+replicas share its call, so stacked and lone seeds give the same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+from atrec.learners import mf, rng  # noqa: E402
+
+
+class StepContext(NamedTuple):
+    """What a learner may use at one update besides its batch.
+
+    ``streams``: int64 ``[R]``, each replica's stream seed; ``step``: int32 scalar, the update's
+    counter within its phase; ``salt``: a Python int that separates the streams of different
+    callers (AT's roles and phases), so no two updates share draws; ``num_users`` /
+    ``num_items``: the table sizes.
+    """
+
+    streams: tf.Tensor
+    step: tf.Tensor
+    salt: int
+    num_users: int
+    num_items: int
+
+
+# salts per caller; a learner's own draws within one update use sub-counters of one key
+SALT_FIT = 1_000_003
+SALT_AT = {"A1": 2_000_003, "A2": 3_000_017, "pre": 0, "pl": 500_009}
+
+
+def uniform_cells(ctx: StepContext, n: int, stream: int = 0):
+    """``n`` cells per replica drawn uniformly with replacement from users x items.
+
+    Returns int32 ``users``, ``items`` of shape ``[R, n]``. ``stream`` tells apart several draws
+    of one update. A pure function of (replica stream seed, step, salt, stream).
+    """
+    salt = tf.cast(ctx.step, tf.int64) * 8 + stream + ctx.salt * 1024
+    k = rng.keys(ctx.streams, salt)[:, None]                                  # [R, 1]
+    counters = tf.range(2 * n, dtype=tf.int64)[None, :]
+    u = rng.uniform01_at(k, counters)
+    return rng.uniform_ints(u[:, :n], ctx.num_users), rng.uniform_ints(u[:, n:], ctx.num_items)
+
+
+@dataclass(frozen=True)
+class Learner:
+    """A model as pure functions over a parameter tuple whose arrays lead with the replica axis.
+
+    - ``predict(params, users, items)``: ratings ``[R, n]`` for int32 index tensors ``[R, n]``;
+    - ``gradients(params, users, items, labels, weights, lam, snips[, ctx])``: ``(loss [R],
+      grads)`` with ``grads`` shaped as ``params``. ``weights`` are ``1 / P``; ``snips`` is 1.0
+      for the self-normalised mean, 0.0 for the plain one (:func:`atrec.learners.mf.gradients`
+      is the reference). ``ctx`` (a :class:`StepContext`) is passed when ``takes_context``;
+    - ``scores(params, users, items) -> [R, n]`` (NumPy, needed for nDCG): what a user's items
+      are ranked by;
+    - ``init(num_users, num_items, dim, seeds) -> tuple`` of float32 NumPy arrays ``[R, ...]``,
+      replica ``k`` drawn from ``seeds[k]`` alone (needed to train from scratch);
+    - ``factors(params)`` (optional): ``(user [R, nu, k], item [R, ni, k])`` with
+      ``predict(u, i) = user[u] . item[i]``; AT then computes the discrepancy of all pairs by
+      one matrix product.
+    """
+
+    name: str
+    predict: Callable
+    gradients: Callable
+    factors: Callable | None = None
+    init: Callable | None = None
+    scores: Callable | None = None
+    takes_context: bool = False
+
+
+def mf_scores(params: tuple, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The authors' ranking score ``theta_u . beta_i + b_i`` per replica, shape ``[R, n]``."""
+    U, V, _, bi, _ = params
+    return np.stack([(U[k][users] * V[k][items]).sum(axis=1) + bi[k][items]
+                     for k in range(len(U))])
+
+
+def _mf_factors(params: tuple):
+    """MF as an inner product: ``[theta_u, b_u + b, 1] . [beta_i, 1, b_i]``."""
+    U, V, bu, bi, b = params
+    return (tf.concat([U, (bu + b[:, None])[..., None], tf.ones_like(bu)[..., None]], axis=-1),
+            tf.concat([V, tf.ones_like(bi)[..., None], bi[..., None]], axis=-1))
+
+
+MF = Learner("mf", mf.predict, mf.gradients, _mf_factors, init=mf.init_params, scores=mf_scores)

@@ -1,0 +1,43 @@
+"""A method defined by its learner alone, trained on MF-IPS's schedule (PROTOCOL.md): batches of
+1,024 observed ratings drawn as the authors drew them, Adam, ``steps`` updates, the validation
+loss after every step and the test metrics at its lowest. A new method that only changes the
+model or the loss subclasses :class:`LearnerMethod` and writes :meth:`Method.learner`; its
+:meth:`~LearnerMethod.fit` (and AT's A1/A2) then come for free. The loop is
+:func:`atrec.learners.mf.fit` with the learner in place of MF-IPS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from atrec.methods.base import FitProblem, Method, MethodResult
+from atrec.protocol import TrainSettings
+
+
+def stream_seeds(batch_seed: int | None, seeds) -> np.ndarray:
+    """Per-replica seeds ``[R]`` of a learner's random draws: the fixed batch seed (every seed
+    then sees the same draws, as every seed sees the same batch positions) or the split seed."""
+    if batch_seed is not None:
+        return np.full(len(seeds), batch_seed, np.int64)
+    return np.asarray(list(seeds), np.int64)
+
+
+class LearnerMethod(Method):
+    """Base class of methods given by :meth:`Method.learner` (module doc)."""
+
+    def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
+        from atrec.learners import mf
+
+        learner = self.learner(params)
+        if learner is None or learner.init is None or learner.scores is None:
+            raise ValueError(f"method {self.name}: learner() must return a Learner with init "
+                             f"and scores")
+        seeds = list(problem.seeds)
+        init = learner.init(problem.num_users, problem.num_items, params["dim"], seeds)
+        pos = mf.batch_positions(settings, problem.train["user"].shape[1], seeds)
+        res = mf.fit(init, problem.train, problem.val, problem.test, params["lam"], settings,
+                     pos, learner=learner, streams=stream_seeds(settings.batch_seed, seeds),
+                     cells=(problem.num_users, problem.num_items))
+        full = problem.test_full
+        return MethodResult(res.mae, res.mse, res.best_step, res.best_val_loss, res.val_trace,
+                            learner.scores(res.params, full["user"], full["item"]))

@@ -1,0 +1,49 @@
+"""The registry of methods: MF-IPS and any installed package's (entry-point group
+``atrec.methods``; see :mod:`atrec.registry`). ``--method`` choices, ``atrec methods`` and the
+benchmark table's rows come from here.
+"""
+
+from __future__ import annotations
+
+from atrec.methods.base import Method, validate_method_class
+from atrec.names import DEFAULT_METHOD
+from atrec.registry import Registry
+
+AT_SUFFIX = "+at"
+
+METHODS = Registry("method", "atrec.methods", validate_method_class)
+
+
+def _builtins() -> None:
+    from atrec.methods.mf_ips import MFIPS
+
+    METHODS.register(MFIPS)
+
+
+METHODS.builtins(_builtins)
+
+
+def register_method(cls: type) -> type:
+    """Register a method class (class decorator); see :meth:`atrec.registry.Registry.register`."""
+    return METHODS.register(cls)
+
+
+def get_method(name: str) -> Method:
+    """An instance of the method called ``name``; unknown names give a one-line AtrecError."""
+    return METHODS.get(name)()
+
+
+def method_names() -> tuple[str, ...]:
+    return METHODS.names()
+
+
+def record_method(method: str, with_at: bool) -> str:
+    """The ``method`` field of a record: ``mf-ips`` or ``mf-ips+at``."""
+    return method + AT_SUFFIX if with_at else method
+
+
+def base_method(record: dict) -> str:
+    """The base method of a record; records made before methods were named say ``mf-ips``,
+    ``mf-ips+at`` or nothing (then MF-IPS, the only method there was)."""
+    value = record.get("method") or DEFAULT_METHOD
+    return value[:-len(AT_SUFFIX)] if value.endswith(AT_SUFFIX) else value

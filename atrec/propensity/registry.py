@@ -1,0 +1,62 @@
+"""The registry of propensity estimators: the paper's six, Figure 2's data-level ``P(i)``, and
+any installed package's (entry-point group ``atrec.propensities``; see :mod:`atrec.registry`).
+
+The ``--propensity`` choices, their help, the name lists and the rows of Table 1 all come from
+here, so a new estimator appears everywhere once it is registered.
+"""
+
+from __future__ import annotations
+
+from atrec.errors import AtrecError
+from atrec.propensity.base import Propensity, validate_propensity_class
+from atrec.registry import Registry
+
+PROPENSITIES = Registry("propensity", "atrec.propensities", validate_propensity_class)
+
+
+def _builtins() -> None:
+    from atrec.propensity import builtin
+
+    for cls in builtin.BUILT_IN:
+        PROPENSITIES.register(cls)
+
+
+PROPENSITIES.builtins(_builtins)
+
+
+def register_propensity(cls: type) -> type:
+    """Register an estimator class (class decorator); see :meth:`atrec.registry.Registry.register`."""
+    return PROPENSITIES.register(cls)
+
+
+def get_estimator(name: str) -> Propensity:
+    """An instance of the estimator called ``name``; unknown names give a one-line AtrecError."""
+    cls = PROPENSITIES.get(name)
+    if not cls.selectable:
+        raise AtrecError(f"propensity '{name}' is built by its own experiment only: choose from "
+                         f"{', '.join(propensity_names())}")
+    return cls()
+
+
+def propensity_names() -> tuple[str, ...]:
+    """The ``--propensity`` choices, in registration order (the paper's six first)."""
+    return tuple(e.name for e in PROPENSITIES.entries() if e.cls.selectable)
+
+
+def table1_propensities() -> tuple[str, ...]:
+    """The rows of the paper's Table 1, in its order."""
+    return tuple(e.name for e in PROPENSITIES.entries() if e.cls.paper_row)
+
+
+def propensity_label(name: str) -> str:
+    """The table label of ``name`` (``NB (true)``); an unregistered name is returned as it is."""
+    try:
+        return PROPENSITIES.get(name).label
+    except AtrecError:
+        return name
+
+
+def propensity_order(name: str) -> int:
+    """Sort key: registration order, unknown names last."""
+    names = PROPENSITIES.names()
+    return names.index(name) if name in names else len(names)

@@ -1,0 +1,117 @@
+"""Registries of named plug-ins: the methods and the propensity estimators atrec can run.
+
+A registry maps a name (``mf-ips``, ``item``) to a class and remembers where it came from:
+``built-in`` for atrec's own, or the distribution (``pip`` package) that provides it through an
+entry point. Installed packages plug in through the entry-point groups ``atrec.methods`` and
+``atrec.propensities`` (``importlib.metadata.entry_points``), the way pytest finds its plug-ins;
+each entry point names a class (or a list of classes) to register.
+
+Plug-ins are loaded once, on the first lookup. A broken plug-in (its import fails, its class
+lacks a field or fails its own checks, its name clashes with a registered one) does not stop
+atrec: it is left out, and the one-line reason, naming its package, is kept in
+:attr:`Registry.problems`. ``atrec methods`` lists those lines, and asking for a name that a
+broken plug-in would have provided gives that line as the error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+
+from atrec.errors import AtrecError
+
+BUILT_IN = "built-in"
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9-]*")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered class: its ``name``, the class and its ``origin`` (package or built-in)."""
+
+    name: str
+    cls: type
+    origin: str
+
+
+class Registry:
+    """Named classes of one kind, built-in first, then the entry-point group's plug-ins.
+
+    ``kind`` names the thing in messages (``method``); ``validate(cls)`` raises ``ValueError``
+    (or ``TypeError``) with a message naming the bad field when a class breaks the contract.
+    """
+
+    def __init__(self, kind: str, group: str, validate: Callable[[type], None]) -> None:
+        self.kind = kind
+        self.group = group
+        self._validate = validate
+        self._entries: dict[str, Entry] = {}
+        self._builtins: list[Callable[[], None]] = []
+        self._loaded = False
+        self.problems: dict[str, str] = {}   # entry-point name -> one-line reason
+
+    def builtins(self, loader: Callable[[], None]) -> None:
+        """Run ``loader`` (which registers the built-in classes) before the first lookup."""
+        self._builtins.append(loader)
+
+    def register(self, cls: type, origin: str = BUILT_IN) -> type:
+        """Add ``cls`` under ``cls.name``; usable as a class decorator. Returns ``cls``.
+
+        Raises ``ValueError`` for a class that breaks the contract or whose name is taken.
+        """
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+            raise ValueError(f"{self.kind} class {getattr(cls, '__name__', cls)!r} needs a "
+                             f"'name' of lowercase letters, digits and '-', got {name!r}")
+        self._validate(cls)
+        if name in self._entries:
+            other = self._entries[name].origin
+            raise ValueError(f"{self.kind} name '{name}' is already registered by {other}")
+        self._entries[name] = Entry(name, cls, origin)
+        return cls
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and for packages that replace their own classes)."""
+        self._entries.pop(name, None)
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for loader in self._builtins:
+            loader()
+        for ep in metadata.entry_points(group=self.group):
+            package = ep.dist.name if ep.dist is not None else ep.value.split(":")[0]
+            try:
+                loaded = ep.load()
+                classes = loaded if isinstance(loaded, (list, tuple)) else [loaded]
+                for cls in classes:
+                    self.register(cls, origin=package)
+            except Exception as exc:  # a plug-in must not break atrec: keep one line instead
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.problems[ep.name] = (f"{self.kind} plug-in '{ep.name}' from package "
+                                          f"'{package}' is broken ({type(exc).__name__}: "
+                                          f"{reason}); fix or uninstall '{package}'")
+
+    def entries(self) -> list[Entry]:
+        """Every registered entry, built-in first, in registration order."""
+        self._load()
+        return list(self._entries.values())
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(e.name for e in self.entries())
+
+    def entry(self, name: str) -> Entry:
+        """The entry called ``name``; an unknown name is a one-line :class:`AtrecError`."""
+        self._load()
+        if name in self._entries:
+            return self._entries[name]
+        if name in self.problems:
+            raise AtrecError(self.problems[name])
+        raise AtrecError(f"unknown {self.kind} '{name}': choose from {', '.join(self.names())}"
+                         f" ('atrec methods' lists them)")
+
+    def get(self, name: str) -> type:
+        """The class called ``name`` (see :meth:`entry`)."""
+        return self.entry(name).cls
