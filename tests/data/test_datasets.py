@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from atrec.data import datasets
 from atrec.cli import main
-from atrec.data.datasets import YAHOO_TEST, YAHOO_TRAIN, FileSpec, download, get_spec, verify_file
+from atrec.data import catalogue
+from atrec.data.catalogue import YAHOO_TEST, YAHOO_TRAIN, FileSpec, get_spec, resolve_names
+from atrec.data.download import download, progress_bar
+from atrec.data.integrity import verify_file
 from atrec.errors import AtrecError, DataError
 
 from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
@@ -282,8 +284,8 @@ def http_root(tmp_path):
 
 
 def _point_coat_at(monkeypatch, url: str) -> None:
-    monkeypatch.setitem(datasets.REGISTRY, "coat",
-                        dataclasses.replace(datasets.REGISTRY["coat"], url=url))
+    monkeypatch.setitem(catalogue.REGISTRY, "coat",
+                        dataclasses.replace(catalogue.REGISTRY["coat"], url=url))
 
 
 def test_download_from_url(data_dir, http_root, coat_bytes, monkeypatch):
@@ -316,11 +318,11 @@ YAHOO_TEST_ROWS = b"1\t2\t1\n2\t1\t2\n"
 @pytest.fixture
 def tiny_yahoo(monkeypatch):
     """Replace the yahoo registry entry by one for the tiny files (same names, same checks)."""
-    real = datasets.REGISTRY["yahoo"]
+    real = catalogue.REGISTRY["yahoo"]
     specs = tuple(dataclasses.replace(f, sha256=_sha(data), canonical_sha256=_sha(data),
                                       rows=data.count(b"\n"))
                   for f, data in zip(real.files, (YAHOO_TRAIN_ROWS, YAHOO_TEST_ROWS)))
-    monkeypatch.setitem(datasets.REGISTRY, "yahoo", dataclasses.replace(real, files=specs))
+    monkeypatch.setitem(catalogue.REGISTRY, "yahoo", dataclasses.replace(real, files=specs))
     return specs
 
 
@@ -404,17 +406,17 @@ def test_cli_download_coat_from_folder(tmp_path):
 
 def test_progress_bar_is_silent_when_quiet_or_not_a_terminal(monkeypatch):
     monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
-    assert type(datasets.progress_bar(10, "x", quiet=True)).__name__ == "_SilentBar"
-    assert type(datasets.progress_bar(10, "x")).__name__ == "ProgressBar"
+    assert type(progress_bar(10, "x", quiet=True)).__name__ == "_SilentBar"
+    assert type(progress_bar(10, "x")).__name__ == "ProgressBar"
     monkeypatch.setattr("sys.stdout.isatty", lambda: False, raising=False)
-    assert type(datasets.progress_bar(10, "x")).__name__ == "_SilentBar"
+    assert type(progress_bar(10, "x")).__name__ == "_SilentBar"
 
 
 def test_all_means_the_public_datasets_plus_an_installed_yahoo(data_dir, tiny_yahoo):
-    assert datasets.resolve_names("all") == ["coat", "ml-100k"]
+    assert resolve_names("all") == ["coat", "ml-100k"]
     raw = data_dir / "yahoo" / "raw"
     raw.mkdir(parents=True)
     (raw / YAHOO_TRAIN).write_bytes(YAHOO_TRAIN_ROWS)
     (raw / YAHOO_TEST).write_bytes(YAHOO_TEST_ROWS)
-    assert datasets.resolve_names("all") == ["coat", "ml-100k", "yahoo"]
-    assert datasets.resolve_names("ml-100k,coat") == ["ml-100k", "coat"]
+    assert resolve_names("all") == ["coat", "ml-100k", "yahoo"]
+    assert resolve_names("ml-100k,coat") == ["ml-100k", "coat"]
