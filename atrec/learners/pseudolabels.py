@@ -27,7 +27,7 @@ positions ``j`` i.i.d. uniform on ``0..k-1`` and take survivor ``j``. In step 3,
 is replaced by slot ``j``'s content: ``k`` i.i.d. uniform draws over ``S`` as well. So ``k``, the
 three batches, their duplicates within and across batches, and their labels have exactly the
 authors' joint law, for any ``k``, also when a few pairs or none survive (``k = 0``: nothing is
-drawn; AT then skips its updates). ``tests/test_at.py`` checks this against a literal
+drawn; AT then skips its updates). ``tests/learners/test_at.py`` checks this against a literal
 NumPy version of their procedure. What the authors' run has and this one does not is the list of
 non-surviving candidates: the mean ``|A1 - A2|`` of their trace is over the ``C`` candidates, an
 unbiased estimate (standard error ``sd / sqrt(C)``) of the mean over all pairs reported here.
