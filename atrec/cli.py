@@ -67,7 +67,7 @@ def download(name: str, source: str | None, force: bool, quiet: bool) -> None:
     Webscope, then run 'atrec download yahoo --source PATH' (PATH: the archive, or a folder
     holding the two .txt files). Data folder: ./data or $ATREC_DATA_DIR.
     """
-    from atrec.data.datasets import download_many
+    from atrec.data.download import download_many
 
     for result in download_many(name, source=source, quiet=quiet, force=force):
         if not quiet:

@@ -15,7 +15,7 @@ SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
 
 def shared_dataset(name: str):
     """Install dataset ``name`` from the shared copy into a temporary data folder; load it."""
-    from atrec.data.datasets import download
+    from atrec.data.download import download
     from atrec.data.preprocess import preprocess
 
     os.environ["ATREC_DATA_DIR"] = tempfile.mkdtemp(prefix="atrec-bench-")

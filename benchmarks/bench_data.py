@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from atrec.data.datasets import download  # noqa: E402
+from atrec.data.download import download  # noqa: E402
 from atrec.data.preprocess import load_processed, parse_triples, preprocess  # noqa: E402
 from atrec.data.synthetic import YAHOO_SIZE, make_synthetic  # noqa: E402
 

@@ -14,7 +14,7 @@ SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
 
 def _install_shared(name: str, tmp_path_factory) -> RatingData:
     """Dataset ``name`` as atrec loads it, downloaded from the shared copy into a session folder."""
-    from atrec.data.datasets import download
+    from atrec.data.download import download
     from atrec.data.preprocess import preprocess
 
     folder = tmp_path_factory.mktemp(f"{name}-data")

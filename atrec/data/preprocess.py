@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from atrec import __version__
-from atrec.data.datasets import (get_spec, raw_dir, raw_present, read_bytes, resolve_names,
-                            sha256_hex, verify_file)
+from atrec.data.catalogue import get_spec, raw_dir, raw_present, resolve_names
+from atrec.data.integrity import read_bytes, sha256_hex, verify_file
 from atrec.errors import DataError
 from atrec.paths import data_dir
 from atrec.data.ratings import RatingData, Ratings
@@ -276,5 +276,5 @@ def load_data(name: str) -> RatingData:
 
 def preprocess_many(name: str, quiet: bool = False) -> list[RatingData]:
     """:func:`preprocess` every dataset a NAME argument names (see
-    :func:`atrec.data.datasets.resolve_names`: one name, a comma-separated list, or ``all``)."""
+    :func:`atrec.data.catalogue.resolve_names`: one name, a comma-separated list, or ``all``)."""
     return [preprocess(n, quiet=quiet) for n in resolve_names(name)]

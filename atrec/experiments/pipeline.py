@@ -37,7 +37,8 @@ class PipelineResult:
 def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: bool = True,
               echo: Callable[[str], None] = print) -> PipelineResult:
     """Run every stage; ``echo`` receives one line per stage with its elapsed time."""
-    from atrec.data.datasets import download, raw_present, source_env
+    from atrec.data.catalogue import raw_present
+    from atrec.data.download import download, source_env
 
     result = PipelineResult()
 

@@ -266,7 +266,8 @@ def ensure_data(name: str, quiet: bool = False) -> RatingData:
     ``ATREC_YAHOO_SOURCE``) when set, else the official URL (Yahoo has none: see
     ``atrec download yahoo``).
     """
-    from atrec.data.datasets import download, raw_present, source_env
+    from atrec.data.catalogue import raw_present
+    from atrec.data.download import download, source_env
     from atrec.data.preprocess import load_data
 
     if not raw_present(name):

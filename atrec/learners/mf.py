@@ -24,19 +24,9 @@ The L2 term over the whole tables moves every parameter at every step, so Adam m
 the whole tables (no lazy or sparse Adam is exact). Inside the loop the tables, their moments and
 the best-step copy are kept flat (``[R, n * dim]``; see :func:`_flat`), the validation ratings
 are ordered by user (:func:`by_user`) and their dot products summed column by column
-(:func:`_predict_rows`). Where a step goes, one replica on one core at Yahoo's size (15,400 x
-1,000, 280K training and 31K validation ratings), dim 40, from XLA's per-fusion profile: the
-validation predictions about 0.57 ms (XLA's CPU code gathers the 31K user and item rows element
-by element), Adam's passes over the user table about 0.33 ms (the dense gradient ``lam * U``
-with the batch scattered in, then the ``m``, ``v`` and parameter passes; the last is bound by
-its square roots and divisions), the best-step copy about 0.05 ms: 1.1 ms in all. Speed per
-seed is in the README and ``benchmarks/bench_mf.py``. Tried and dropped (no gain, or no gain
-that held on the 20-seed 2-core benchmark): one L2-only Adam pass with the batch rows
-recomputed exactly afterwards (XLA still emits separate passes and copies the loop-carried
-tables), a zero buffer for the data gradient, zero-padding ``dim`` to a multiple of 8, the
-validation gathers through a conditional or through a 64-bit view of the rows, and
-``reduce_sum``/``einsum``/``matmul``/mat-vec row reductions (the mat-vec won at dim 20, tied
-at 40 and lost at 50: XLA's code for the same graph differs by dim).
+(:func:`_predict_rows`). A step's time goes mostly to the validation predictions and to Adam's
+passes over the user table; the profile behind this layout and the alternatives tried and dropped
+are in ``docs/performance.md``, speed per seed in the README and ``benchmarks/bench_mf.py``.
 
 Batch sampler: the authors reset NumPy's global generator to 12345 before every run, so all 20
 seeds draw the same batch *positions* (into differently shuffled training arrays).
@@ -302,14 +292,9 @@ STACK_BYTES = 4_000_000
 def default_chunk(replicas: int, num_users: int, num_items: int, dim: int) -> int:
     """Replicas per compiled call: all of them while their tables stay cache-sized, else one.
 
-    Measured on 2 cores (``make bench``): one stack of all 20 Coat replicas is fastest (0.56 s
-    against 0.84 s for one replica per call on two threads), while at Yahoo's size one replica
-    per call, two calls in parallel, is 3.5x faster than a 20-replica stack whose dense Adam
-    update no longer fits in cache. Re-measured after the loop's rewrite (Yahoo size, 4 seeds,
-    quiet machine, seconds per seed): dim 40, one replica per call on 2 threads 0.34, two
-    stacked on 1 thread 0.36, one per call on 1 thread 0.34 (XLA already spreads a single
-    replica's large passes over both cores), two stacked on 2 threads 0.44, four stacked 0.50;
-    dim 20: 0.174, 0.187, 0.193, 0.206, 0.226. One replica per call stays the rule at this size.
+    Small tables (Coat) train fastest as one stack of all replicas; at Yahoo's size a stack's
+    dense Adam update no longer fits in cache, and one replica per call, with calls on parallel
+    threads (:func:`map_chunks`), is fastest. Measurements: ``docs/performance.md``.
     """
     table_bytes = (num_users + num_items) * (dim + 1) * 4 * 4  # params, m, v, grads
     return replicas if replicas * table_bytes <= STACK_BYTES else 1

@@ -27,18 +27,16 @@ positions ``j`` i.i.d. uniform on ``0..k-1`` and take survivor ``j``. In step 3,
 is replaced by slot ``j``'s content: ``k`` i.i.d. uniform draws over ``S`` as well. So ``k``, the
 three batches, their duplicates within and across batches, and their labels have exactly the
 authors' joint law, for any ``k``, also when a few pairs or none survive (``k = 0``: nothing is
-drawn; AT then skips its updates). ``tests/test_at.py`` checks this against a literal
+drawn; AT then skips its updates). ``tests/learners/test_at.py`` checks this against a literal
 NumPy version of their procedure. What the authors' run has and this one does not is the list of
 non-surviving candidates: the mean ``|A1 - A2|`` of their trace is over the ``C`` candidates, an
 unbiased estimate (standard error ``sd / sqrt(C)``) of the mean over all pairs reported here.
 
 Cost. The exact count over all pairs is what the law needs (``k`` depends on ``|S|``); it is one
 ``[items, k_f] x [k_f, users]`` product per step, done in blocks of users that stay in L2 and are
-never stored. On Yahoo (15.4 M pairs, dim 40, one core, profiled): the product about 12.7 ms, the
-bit packing and the mean about 2.5 ms, against 34 ms for the earlier sampler that drew 1.4 M
-candidates, read them from a stored 61.6 MB matrix of all pairs and kept a running count.
-Locating ``3 x batch_size`` survivors is a bisection over per-user counts and a scan of one
-user's 32-bit words: microseconds.
+never stored; the product dominates, the bit packing and the mean are a small part (profile:
+``docs/performance.md``, "AT sampler notes"). Locating ``3 x batch_size`` survivors is a
+bisection over per-user counts and a scan of one user's 32-bit words: microseconds.
 """
 
 from __future__ import annotations
@@ -56,11 +54,10 @@ from atrec.learners import rng
 
 WORD_BITS = 32
 # Entries of one replica's block of |A1 - A2| (users x padded items), 1 MB of float32, the size
-# of this CPU's L2. Yahoo size, dim 40, one core, ms per survivor mask: 2^16 21.9, 2^17 17.5,
-# 2^18 15.7, 2^19 16.6. The block does not depend on the number of replicas, because the
-# product's rounding depends on its width: every replica sees the same blocks, and gets the same
-# survivors bit for bit, whichever replicas share its compiled call (several share one product
-# when their blocks are small, as on Coat).
+# of this CPU's L2, the fastest of the sizes measured (docs/performance.md). The block does not
+# depend on the number of replicas, because the product's rounding depends on its width: every
+# replica sees the same blocks, and gets the same survivors bit for bit, whichever replicas share
+# its compiled call (several share one product when their blocks are small, as on Coat).
 BLOCK_ENTRIES = 2**18
 
 
@@ -149,9 +146,8 @@ def survivors(l1, p1, l2, p2, epsilon, num_users: int, num_items: int,
     rounding of ``epsilon``).
 
     A block of ``|A1 - A2|`` is laid out ``[replicas, word, bit, user]``: word ``w`` of every
-    user of the block is a sum of 32 selects, one loop that XLA vectorises along the users. (A
-    reduction over a minor axis of 32 bits, the earlier layout with users major, cost about as
-    much again as the whole product: 27.5 against 15.7 ms per mask at Yahoo's size.)
+    user of the block is a sum of 32 selects, one loop that XLA vectorises along the users (a
+    reduction over a minor axis of 32 bits is much slower: ``docs/performance.md``).
     """
     R = p1[-1].shape[0]
     W = n_words(num_items)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from atrec.data import datasets
+from atrec.data import catalogue
 from atrec.cli import main
-from atrec.data.datasets import YAHOO_TEST, YAHOO_TRAIN, download
+from atrec.data.catalogue import YAHOO_TEST, YAHOO_TRAIN
+from atrec.data.download import download
 from atrec.errors import DataError
 from atrec.data.preprocess import (load_data, load_processed, parse_coat_matrix, parse_triples,
                               preprocess, processed_dir)
@@ -203,12 +204,12 @@ def test_parsers_accept_both_line_endings_and_trailing_blank_lines(tmp_path):
 
 def _install_tiny_yahoo(monkeypatch, data_dir, train: bytes, test: bytes) -> None:
     """Register checksums of the tiny files in place of the real ones, and install them raw."""
-    real = datasets.REGISTRY["yahoo"]
+    real = catalogue.REGISTRY["yahoo"]
     files = tuple(dataclasses.replace(f, sha256=hashlib.sha256(b).hexdigest(),
                                       canonical_sha256=hashlib.sha256(b).hexdigest(),
                                       rows=len(b.splitlines()))
                   for f, b in zip(real.files, (train, test)))
-    monkeypatch.setitem(datasets.REGISTRY, "yahoo", dataclasses.replace(real, files=files))
+    monkeypatch.setitem(catalogue.REGISTRY, "yahoo", dataclasses.replace(real, files=files))
     raw = data_dir / "yahoo" / "raw"
     raw.mkdir(parents=True)
     (raw / YAHOO_TRAIN).write_bytes(train)

@@ -378,7 +378,7 @@ def test_export_refuses_a_corrupt_file(tmp_path):
 @pytest.fixture(scope="session")
 def coat_dir(tmp_path_factory):
     """A data folder with Coat installed from the shared copy."""
-    from atrec.data.datasets import download
+    from atrec.data.download import download
     from atrec.data.preprocess import preprocess
 
     folder = tmp_path_factory.mktemp("tune-data")
