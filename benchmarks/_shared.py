@@ -31,7 +31,7 @@ def yahoo_size_data():
     import pickle
 
     root = Path(__file__).resolve().parents[1]
-    tag = hashlib.sha256((root / "atrec" / "synthetic.py").read_bytes()).hexdigest()[:12]
+    tag = hashlib.sha256((root / "atrec" / "data" / "synthetic.py").read_bytes()).hexdigest()[:12]
     path = Path(tempfile.gettempdir()) / f"atrec-bench-yahoo-size-seed0-{tag}.pkl"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
