@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.names import DEFAULT_METHOD
 from atrec.names import TABLE_DATASETS
 from atrec.propensity.registry import table1_propensities, propensity_label
 from atrec.experiments.params import PUBLISHED
@@ -186,19 +187,20 @@ def _check_cell(dataset: str, propensity: str, with_at: bool, metric: str, paper
 def check(records_root: Path | None = None, datasets: Sequence[str] | None = None,
           params_label: str = PUBLISHED, tolerances: Mapping[str, Tolerance] | None = None,
           allow_missing: bool = False, gating_claims: Sequence[int] = GATING_CLAIMS,
-          expected_seeds: int = EXPECTED_SEEDS) -> CheckResult:
+          expected_seeds: int = EXPECTED_SEEDS, method: str = DEFAULT_METHOD) -> CheckResult:
     """Compare the results under ``records_root`` with the published Table 1.
 
     ``datasets``: those of Table 1 to check (default: those with results of this parameter
     set). ``params_label``: ``published``, ``tuned`` or a parameter file (the table is compared
     with the paper either way). ``tolerances`` overrides :data:`DEFAULT_TOLERANCES` per metric.
     A cell without results fails with the command that produces it, unless ``allow_missing``.
+    ``method``: whose results are compared (default MF-IPS, the method of the paper's table).
     Raises :class:`AtrecError` (exit code 4) when there are no results at all.
     """
     tol = dict(DEFAULT_TOLERANCES)
     tol.update(tolerances or {})
     summary = table_summary(records_root, datasets, params_label, expected_seeds,
-                            exit_code=EXIT_FAILED)
+                            exit_code=EXIT_FAILED, method=method)
     published = paper_table()
     cells = tuple(
         _check_cell(d, p, at, m, published[(d, p, at)][m], summary.cell(d, p, at, m), tol[m],

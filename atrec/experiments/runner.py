@@ -24,7 +24,7 @@ from atrec.evaluation.metrics import ndcg_variants
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.names import config_key
 from atrec.experiments.params import HyperParams
-from atrec.methods.registry import get_method, record_method
+from atrec.methods.registry import configurations, get_method, record_method
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import get_estimator
 from atrec.data.ratings import RatingData
@@ -291,15 +291,8 @@ class TrainRequest:
     methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
 
     def configurations(self) -> list[tuple[str, str, bool]]:
-        """``(method, propensity, with_at)`` in training order: per method, the selected
-        propensities (one slot, :data:`~atrec.names.NO_PROPENSITY`, for a method that uses
-        none), each without then with AT as selected."""
-        out = []
-        for name in self.methods:
-            uses = get_method(name).uses_propensity
-            for propensity in (self.propensities if uses else [NO_PROPENSITY]):
-                out.extend((name, propensity, a) for a in self.at_options)
-        return out
+        """``(method, propensity, with_at)`` in training order (:func:`configurations`)."""
+        return configurations(self.methods, self.propensities, self.at_options)
 
 
 def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome]:

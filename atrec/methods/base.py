@@ -223,5 +223,8 @@ def validate_method_class(cls: type) -> None:
     if len(set(names)) != len(names) or "epsilon" in names:
         raise ValueError(f"method class {cls.__name__}: hyperparameter names must be unique "
                          f"and not 'epsilon' (AT's), got {names}")
+    if "dim" not in names or "lam" not in names:
+        raise ValueError(f"method class {cls.__name__}: hyperparameters must include 'dim' and "
+                         f"'lam' (AT's A3 and the search space use them), got {names}")
     if cls.fit is Method.fit:
         raise ValueError(f"method class {cls.__name__} does not implement fit()")

@@ -6,7 +6,7 @@ benchmark table's rows come from here.
 from __future__ import annotations
 
 from atrec.methods.base import Method, validate_method_class
-from atrec.names import DEFAULT_METHOD
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.registry import Registry
 
 AT_SUFFIX = "+at"
@@ -47,3 +47,15 @@ def base_method(record: dict) -> str:
     ``mf-ips+at`` or nothing (then MF-IPS, the only method there was)."""
     value = record.get("method") or DEFAULT_METHOD
     return value[:-len(AT_SUFFIX)] if value.endswith(AT_SUFFIX) else value
+
+
+def configurations(methods, propensities, at_options) -> list[tuple[str, str, bool]]:
+    """``(method, propensity, with_at)`` in run order: per method, the selected propensities
+    (one slot, :data:`~atrec.names.NO_PROPENSITY`, for a method that uses none), each with the
+    selected AT options. Shared by ``atrec train`` and ``atrec tune``."""
+    out = []
+    for name in methods:
+        uses = METHODS.get(name).uses_propensity
+        for propensity in (propensities if uses else [NO_PROPENSITY]):
+            out.extend((name, propensity, a) for a in at_options)
+    return out

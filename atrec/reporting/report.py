@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from atrec.errors import AtrecError
+from atrec.names import DEFAULT_METHOD
 from atrec.names import TABLE_DATASETS
 from atrec.propensity.registry import table1_propensities, propensity_label
 from atrec.experiments.params import PUBLISHED
@@ -436,26 +437,36 @@ def no_results_error(summary: Summary, root: Path | None, exit_code: int) -> Atr
     others = sorted({record_label(r) for r in iter_records(root)} - {summary.params})
     hint = f" (there are results for --params {', '.join(others)})" if others else ""
     scope = ", ".join(summary.datasets) if summary.datasets else "any dataset"
-    return AtrecError(f"no results for {scope} with params '{summary.params}' under {where}"
-                      f"{hint}: run 'atrec train' (or 'make reproduce') first", exit_code=exit_code)
+    method = "" if summary.method == DEFAULT_METHOD else f" and method '{summary.method}'"
+    train = ("'atrec train' (or 'make reproduce')" if not method else
+             f"'atrec train --method {summary.method}'")
+    return AtrecError(f"no results for {scope} with params '{summary.params}'{method} under "
+                      f"{where}{hint}: run {train} first", exit_code=exit_code)
 
 
 def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool = False,
            ndcg: str = "paper", compare: str | None = None, stats: bool = False,
            claims: bool = True, significance: bool = True, figures: bool = True,
            params: str = PUBLISHED, root: Path | None = None,
-           expected_seeds: int = EXPECTED_SEEDS, figures_dir: Path | None = None) -> ReportOutput:
+           expected_seeds: int = EXPECTED_SEEDS, figures_dir: Path | None = None,
+           method: str = DEFAULT_METHOD) -> ReportOutput:
     """Build the report of the results under ``root`` (default: the results folder).
 
     Sections, in order: Table 1; the significance table (``significance``); the data statistics
     (``stats``); the paper's claims (``claims``). ``datasets`` default: those of Table 1 that have
     results. Figures 1, 3 and 4 are written under ``figures_dir`` (default
-    ``<results>/figures``) when ``figures``. Raises :class:`AtrecError` when there are no results.
+    ``<results>/figures``; ``<results>/figures/<method>`` for a method other than MF-IPS) when
+    ``figures``. ``method``: whose results fill the paper's layout (default MF-IPS, the paper's
+    Table 1). Raises :class:`AtrecError` when there are no results.
     """
     if fmt not in FORMATS:
         raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
     _ndcg_metrics(ndcg)
-    summary = table_summary(root, datasets, params, expected_seeds, exit_code=3)
+    summary = table_summary(root, datasets, params, expected_seeds, exit_code=3, method=method)
+    if method != DEFAULT_METHOD and figures_dir is None:
+        from atrec.paths import results_dir
+
+        figures_dir = (root or results_dir()) / "figures" / method
     notices = list(summary.warnings)
     notices += [f"no results for {DATASET_LABELS[d]}: run {train_hint(d)}"
                 for d in summary.datasets if not summary.has_results(d)]
@@ -486,7 +497,8 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
 
 
 def table_summary(root: Path | None, datasets: Sequence[str] | None, params: str,
-                  expected_seeds: int, exit_code: int) -> Summary:
+                  expected_seeds: int, exit_code: int,
+                  method: str = DEFAULT_METHOD) -> Summary:
     """The summary of the Table 1 datasets ``datasets`` (default: those with results).
 
     Only the folders of Table 1 datasets are read (the ML-100K experiment keeps its own
@@ -498,7 +510,7 @@ def table_summary(root: Path | None, datasets: Sequence[str] | None, params: str
         if unknown:
             raise AtrecError(f"unknown dataset '{unknown[0]}': choose from "
                              f"{', '.join(TABLE_DATASETS)} or 'all'")
-    summary = load_summary(root, datasets or TABLE_DATASETS, params, expected_seeds)
+    summary = load_summary(root, datasets or TABLE_DATASETS, params, expected_seeds, method)
     if not datasets:
         summary = replace(summary, datasets=tuple(d for d in summary.datasets
                                                   if summary.has_results(d)))

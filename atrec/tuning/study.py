@@ -57,7 +57,8 @@ from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from atrec.errors import AtrecError
-from atrec.names import config_key
+from atrec.methods.registry import configurations
+from atrec.names import DEFAULT_METHOD, config_key
 from atrec.experiments.params import HyperParams, load_param_table, tuned_params_path
 from atrec.paths import results_dir
 from atrec.experiments.records import atomic_write_text
@@ -84,6 +85,20 @@ class SearchSpace:
     lam_high: float = 1.0
     epsilon_low: float = 1e-3
     epsilon_high: float = 1.0
+    extra: tuple = ()   # a method's own hyperparameters (atrec.methods.base.Hyperparameter)
+
+    @classmethod
+    def for_method(cls, method: str = DEFAULT_METHOD) -> "SearchSpace":
+        """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
+        hyperparameters, and AT's ``epsilon``; MF-IPS's is PROTOCOL.md's."""
+        from atrec.methods.base import EPSILON
+        from atrec.methods.registry import METHODS
+
+        method_cls = METHODS.get(method)
+        dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
+        return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,
+                   EPSILON.low, EPSILON.high,
+                   tuple(h for h in method_cls.hyperparameters if h.name not in ("dim", "lam")))
 
     def __post_init__(self) -> None:
         if not (0 < self.dim_low <= self.dim_high and self.dim_step > 0
@@ -100,14 +115,19 @@ class SearchSpace:
         """Sample one point through an Optuna ``trial`` (names ``dim``, ``lam``, ``epsilon``)."""
         dim = trial.suggest_int("dim", self.dim_low, self.dim_high, step=self.dim_step)
         lam = trial.suggest_float("lam", self.lam_low, self.lam_high, log=True)
+        extra = tuple((h.name, h.suggest(trial)) for h in self.extra)
         epsilon = (trial.suggest_float("epsilon", self.epsilon_low, self.epsilon_high, log=True)
                    if with_at else None)
-        return HyperParams(dim=dim, lam=lam, epsilon=epsilon)
+        return HyperParams(dim=dim, lam=lam, epsilon=epsilon, extra=tuple(sorted(extra)))
 
     def as_dict(self) -> dict:
-        return {"dim": [self.dim_low, self.dim_high, self.dim_step],
-                "lam": [self.lam_low, self.lam_high, "log"],
-                "epsilon": [self.epsilon_low, self.epsilon_high, "log"]}
+        out = {"dim": [self.dim_low, self.dim_high, self.dim_step],
+               "lam": [self.lam_low, self.lam_high, "log"],
+               "epsilon": [self.epsilon_low, self.epsilon_high, "log"]}
+        for h in self.extra:   # none for MF-IPS, whose stored studies keep their attributes
+            out[h.name] = [h.low, h.high, h.step if h.kind == "int" else
+                           ("log" if h.log else "linear")]
+        return out
 
 
 SEARCH_SPACE = SearchSpace()
@@ -143,9 +163,11 @@ class WorkerSettings:
             raise ValueError(f"max_failures must be >= 1, got {self.max_failures!r}")
 
 
-def study_name(prefix: str, dataset: str, propensity: str, with_at: bool) -> str:
-    """``<prefix>-<dataset>-<config key>``, e.g. ``atrec-coat-item-at``."""
-    return f"{prefix}-{dataset}-{config_key(propensity, with_at)}"
+def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
+               method: str = DEFAULT_METHOD) -> str:
+    """``<prefix>-<dataset>-<config key>``, e.g. ``atrec-coat-item-at`` (MF-IPS) or
+    ``atrec-coat-mf-umi/item-at`` (another method)."""
+    return f"{prefix}-{dataset}-{config_key(propensity, with_at, method)}"
 
 
 def default_storage_url() -> str:
@@ -292,6 +314,7 @@ class StudyOutcome:
     dataset: str = ""
     propensity: str = ""
     with_at: bool = False
+    method: str = DEFAULT_METHOD
 
 
 class _Surplus(Exception):
@@ -428,7 +451,7 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
     outcome.best_value, best = _best(trials)
     if best is not None:
         p = best.params
-        outcome.best_params = HyperParams(dim=p["dim"], lam=p["lam"], epsilon=p.get("epsilon"))
+        outcome.best_params = HyperParams.from_values(dict(p))
         outcome.best_trial = best.number
     outcome.seconds = time.perf_counter() - start
     return outcome
@@ -450,13 +473,13 @@ def _check_attrs(study, attrs: dict | None) -> None:
 # --- the atrec objective, many studies, export --------------------------------------------------
 
 def make_objective(data, propensity: str, with_at: bool, settings=None,
-                   at_settings=None) -> Objective:
+                   at_settings=None, method: str = DEFAULT_METHOD) -> Objective:
     """The protocol's objective for one configuration: ``params -> validation_loss(...)``."""
     from atrec.experiments.runner import validation_loss
 
     def objective(params: HyperParams) -> float:
         return validation_loss(data, propensity, with_at, params, settings=settings,
-                               at_settings=at_settings)
+                               at_settings=at_settings, method=method)
 
     return objective
 
@@ -488,6 +511,7 @@ class TuneRequest:
     settings: object = None
     at_settings: object = None
     worker: WorkerSettings = field(default_factory=WorkerSettings)
+    methods: tuple[str, ...] = (DEFAULT_METHOD,)
 
     def __post_init__(self) -> None:
         if int(self.trials) != self.trials or self.trials < 1:
@@ -501,13 +525,18 @@ OBJECTIVE_NOTE = "min validation loss, split seed 12345"
 
 
 def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
-                at_settings=None, objective: str = OBJECTIVE_NOTE) -> dict:
-    """What a study measures (stored with it; see ``attrs`` of :func:`run_study`)."""
-    return {"dataset": dataset, "propensity": propensity, "with_at": with_at,
-            "objective": objective,
-            "settings": _settings_dict(settings, at_settings, with_at),
-            "search_space": SEARCH_SPACE.as_dict(), "sampler_seed": SAMPLER_SEED,
-            "data": dict(checksums)}
+                at_settings=None, objective: str = OBJECTIVE_NOTE,
+                method: str = DEFAULT_METHOD) -> dict:
+    """What a study measures (stored with it; see ``attrs`` of :func:`run_study`). MF-IPS's
+    attributes name no method, as they did before methods were named, so its studies resume."""
+    attrs = {"dataset": dataset, "propensity": propensity, "with_at": with_at,
+             "objective": objective,
+             "settings": _settings_dict(settings, at_settings, with_at),
+             "search_space": SearchSpace.for_method(method).as_dict(),
+             "sampler_seed": SAMPLER_SEED, "data": dict(checksums)}
+    if method != DEFAULT_METHOD:
+        attrs["method"] = method
+    return attrs
 
 
 def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
@@ -515,22 +544,24 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                 objective_note: str = OBJECTIVE_NOTE, settings=None, at_settings=None,
                 study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
                 progress: Callable[[Progress], None] | None = None,
-                export_path: Path | None = None) -> StudyOutcome:
+                export_path: Path | None = None, method: str = DEFAULT_METHOD) -> StudyOutcome:
     """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
 
-    The study is ``study_name(study_prefix, data.name, propensity, with_at)``; ``objective``
+    The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``;
+    ``objective``
     defaults to :func:`make_objective` (then ``objective_note`` should say what a custom one
     measures, since it is stored with the study). ``storage``: a URL or an opened storage
     (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file.
     """
     if objective is None:
-        objective = make_objective(data, propensity, with_at, settings, at_settings)
+        objective = make_objective(data, propensity, with_at, settings, at_settings, method)
     attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
-                        objective_note)
-    name = study_name(study_prefix, data.name, propensity, with_at)
+                        objective_note, method)
+    name = study_name(study_prefix, data.name, propensity, with_at, method)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
-                        progress=progress)
+                        progress=progress, space=SearchSpace.for_method(method))
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
+    outcome.method = method
     export_best([outcome], export_path)
     return outcome
 
@@ -548,13 +579,13 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     storage = open_storage(request.storage, request.worker)
     outcomes = []
     for data in datasets:
-        for propensity in request.propensities:
-            for with_at in request.at_options:
-                outcomes.append(tune_config(
-                    data, propensity, with_at, request.trials, storage,
-                    settings=request.settings, at_settings=request.at_settings,
-                    study_prefix=request.study_prefix, worker=request.worker,
-                    progress=progress, export_path=export_path))
+        for method, propensity, with_at in configurations(request.methods, request.propensities,
+                                                          request.at_options):
+            outcomes.append(tune_config(
+                data, propensity, with_at, request.trials, storage,
+                settings=request.settings, at_settings=request.at_settings,
+                study_prefix=request.study_prefix, worker=request.worker,
+                progress=progress, export_path=export_path, method=method))
     return outcomes
 
 
@@ -598,7 +629,7 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
             if not isinstance(section, dict):
                 raise AtrecError(f"tuned parameter file {path}: '{o.dataset}' is not a mapping; "
                                  f"fix or delete the file")
-            section[config_key(o.propensity, o.with_at)] = entry
+            section[config_key(o.propensity, o.with_at, o.method)] = entry
         atomic_write_text(path, EXPORT_HEADER + yaml.safe_dump(table, sort_keys=True))
     return path
 
@@ -620,12 +651,14 @@ def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False) -> list[di
     for o in outcomes:
         p = o.best_params
         rows.append({
-            "dataset": o.dataset, "propensity": propensity_label(o.propensity),
+            "dataset": o.dataset, "method": o.method,
+            "propensity": propensity_label(o.propensity),
             "AT": "with" if o.with_at else "without", "study": o.study,
             "trials": o.complete if numeric else f"{o.complete}/{o.target}", "ran": o.ran,
             "best val loss": show(o.best_value, ".4f"),
             "dim": show(p.dim if p else None, "d"), "lam": show(p.lam if p else None, ".3g"),
             "epsilon": show(p.epsilon if p else None, ".3g"),
+            **{k: show(v, ".3g") for k, v in (p.extra if p else ())},
             "seconds": round(o.seconds, 1),
         })
     return rows

@@ -1,0 +1,16 @@
+"""The ``atrec`` command line: a thin shell over the library.
+
+Each command parses options, calls one library function and formats its result. Library errors
+(:class:`atrec.errors.AtrecError`) become one line on standard error and a non-zero exit code;
+Ctrl-C exits with 130 after saying that a rerun resumes. Heavy imports (TensorFlow, Optuna) happen
+inside the commands, so ``atrec --help`` is instant.
+
+Shared vocabulary (the same option means the same thing everywhere): ``--dataset``,
+``--propensity``, ``--with-at/--without-at``, ``--seeds``, ``--params``, ``--storage``,
+``--format``, ``--quiet``, ``--force``.
+"""
+
+from atrec.cli import data, experiments, results, training  # noqa: E402, F401  (commands)
+from atrec.cli.app import main  # noqa: E402
+
+__all__ = ["main"]

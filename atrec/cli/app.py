@@ -1,0 +1,159 @@
+"""The ``atrec`` command group and what its commands share: one-line errors, the option
+vocabulary (``--dataset``, ``--method``, ``--propensity``, ``--with-at/--without-at``,
+``--params``, ``--seeds``, ``--format``) and the expansion of their values into registered names.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+
+from atrec import __version__
+from atrec.errors import AtrecError
+
+FORMATS = ("table", "markdown", "latex", "csv", "json")
+METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
+               "repeat or comma-separate for several.")
+
+
+def friendly_errors(func):
+    """Turn library errors into one line and an exit code; never a traceback for bad input."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except AtrecError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted: finished runs are saved; run the same command again to resume",
+                       err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="atrec")
+def main() -> None:
+    """Reproduce and benchmark asymmetric tri-training (Saito, SIGIR 2020) on MNAR ratings.
+
+    Typical use: atrec download coat; atrec preprocess coat;
+    atrec run --dataset coat --propensity item --with-at; atrec report.
+    """
+
+
+def table_datasets(values: tuple[str, ...]) -> list[str] | None:
+    """``--dataset`` values of report/check (yahoo, coat, all); ``None`` when none were given."""
+    from atrec.names import TABLE_DATASETS, expand
+
+    return expand(values, TABLE_DATASETS, "dataset") or None
+
+
+def methods_option(default: str | None = "mf-ips", help: str = METHOD_HELP):
+    """``--method``, the same on every command that selects results or runs."""
+    return click.option("--method", "methods", multiple=True,
+                        default=(default,) if default else (), show_default=bool(default),
+                        help=help)
+
+
+def expand_methods(values) -> list[str]:
+    """``--method`` values as registered method names (``all`` = every registered one)."""
+    from atrec.methods.registry import method_names
+    from atrec.names import expand
+
+    return expand(values, method_names(), "method")
+
+
+def one_method(values) -> str:
+    """The single method a Table-1 layout shows; several are refused with what to do."""
+    names = expand_methods(values)
+    if len(names) != 1:
+        raise AtrecError(f"--method {','.join(names)}: Table 1 and the check show one method; "
+                         f"give one, or use 'atrec report --table benchmark' to compare methods")
+    return names[0]
+
+
+def echo_notes(notes, prefix: str = "note") -> None:
+    for note in notes:
+        click.echo(f"{prefix}: {note}", err=True)
+
+
+
+def selection_options(func, params: bool = True):
+    """The options shared by ``train``, ``run`` and ``tune`` (``tune`` without ``--params``)."""
+    options = [
+        click.option("--dataset", "datasets", multiple=True, default=("coat",), show_default=True,
+                     help="coat, yahoo or all; repeat or comma-separate for several."),
+        methods_option(),
+        click.option("--propensity", "propensities", multiple=True, default=("all",),
+                     show_default=True,
+                     help="uniform, user, item, user-item, nb-uniform, nb-true, any registered "
+                          "estimator ('atrec methods' lists them) or all. A method that uses no "
+                          "propensity runs once."),
+        click.option("--with-at", "with_at", is_flag=True,
+                     help="Train the method inside asymmetric tri-training (as A1 and A2)."),
+        click.option("--without-at", "without_at", is_flag=True,
+                     help="Train the method alone. Give both flags (or neither) for both."),
+        click.option("--params", default="published", show_default=True,
+                     help="published (the authors' tuned values; for another method, those it "
+                          "ships), tuned (from 'atrec tune'), or a YAML parameter file."),
+    ]
+    if not params:
+        options = options[:-1]  # tune makes parameters rather than taking them
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+
+_run_options = [
+    click.option("--seeds", default="20", show_default=True,
+                 help="How many seeds (20 = seeds 0..19), a range (0-4) or a list (1,3,5)."),
+    click.option("--force", is_flag=True, help="Recompute seeds that already have a record."),
+    click.option("--batch-seed", type=click.Choice(["fixed", "per-seed"]), default="fixed",
+                 show_default=True,
+                 help="fixed: the authors' batch sampler reset to seed 12345 in every run; "
+                      "per-seed: each seed its own batch stream."),
+    click.option("--loss", type=click.Choice(["snips", "ips"]), default="snips", show_default=True,
+                 help="snips: the authors' self-normalised IPS mean; ips: the paper's Eq. 3."),
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("--quiet", "-q", is_flag=True, help="No progress lines."),
+]
+
+
+def run_opts(func):
+    for option in reversed(_run_options):
+        func = option(func)
+    return func
+
+
+class TuneProgress:
+    """One click progress bar per study: trials complete / requested and the best value."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+        self.study = None
+
+    def __call__(self, p) -> None:
+        if not self.enabled:
+            return
+        if p.study != self.study:
+            self.close()
+            self.study = p.study
+            self.bar = click.progressbar(
+                length=p.target, label=p.study, file=sys.stderr, show_pos=True, show_eta=False,
+                item_show_func=lambda v: None if v is None else f"best {v:.4f}")
+            self.bar.__enter__()
+        self.bar.update(p.complete - self.bar.pos, current_item=p.best_value)
+        if p.complete >= p.target:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None

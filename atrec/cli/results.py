@@ -1,0 +1,130 @@
+"""``atrec report``, ``atrec check`` and ``atrec methods``: what the results and the
+registries hold."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
+                           methods_option, one_method, table_datasets)
+
+
+@main.command("report")
+@click.option("--dataset", "datasets", multiple=True,
+              help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
+@click.option("--table", type=click.Choice(("paper", "benchmark")), default="paper",
+              show_default=True,
+              help="paper: Table 1's layout for one method (with tests, claims, figures); "
+                   "benchmark: every method x propensity, w/o and w/ AT, with paired tests "
+                   "against MF-IPS (Holm).")
+@methods_option(default=None, help="With --table paper: the method shown (default mf-ips). "
+                                   "With --table benchmark: the methods compared (default: all "
+                                   "with results). Comma-separate or repeat; 'all'.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format of every table.")
+@click.option("--std", is_flag=True, help="Add the seed-to-seed sd to each cell (0.873 ± 0.004).")
+@click.option("--ndcg", type=click.Choice(("paper", "standard", "both")), default="paper",
+              show_default=True, help="nDCG@3 variant: the paper's formula, the standard one, or both.")
+@click.option("--compare", type=click.Choice(("paper",)), default=None,
+              help="Show the published value and the difference beside each cell.")
+@click.option("--stats", is_flag=True, help="Add the data statistics table.")
+@click.option("--claims/--no-claims", default=True, show_default=True,
+              help="Evaluate the paper's claims on these results.")
+@click.option("--significance/--no-significance", default=True, show_default=True,
+              help="Paired t and Wilcoxon tests of w/ vs w/o AT, Holm-corrected.")
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="Write figures 1, 3 and 4 (PNG and PDF) under <results>/figures.")
+@click.option("--params", default="published", show_default=True,
+              help="Parameter set of the results: published, tuned, or a parameter FILE; "
+                   "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
+                   "per-seed (e.g. published+ips).")
+@click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@friendly_errors
+def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, claims,
+                   significance, figures, params, expected_seeds) -> None:
+    """Print Table 1 of the paper from your results, with tests, statistics and claims, or the
+    benchmark table of every method (--table benchmark).
+
+    Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
+    paths of the figures written go to standard error.
+    """
+    if table == "benchmark":
+        from atrec.reporting.benchmark import benchmark_report
+
+        out = benchmark_report(datasets=table_datasets(datasets), params=params, fmt=fmt,
+                               std=std, ndcg=ndcg, expected_seeds=expected_seeds,
+                               methods=expand_methods(methods) if methods else None)
+        click.echo(out.text)
+        echo_notes(out.notices)
+        return
+    from atrec.reporting.report import report
+
+    out = report(datasets=table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg, compare=compare,
+                 stats=stats, claims=claims, significance=significance, figures=figures,
+                 params=params, expected_seeds=expected_seeds,
+                 method=one_method(methods) if methods else "mf-ips")
+    click.echo(out.text)
+    echo_notes(out.notices)
+    echo_notes(out.figures, prefix="wrote")
+
+
+@main.command("check")
+@click.option("--dataset", "datasets", multiple=True,
+              help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format of the pass/fail tables.")
+@click.option("--params", default="published", show_default=True,
+              help="Parameter set of the results: published, tuned, or a parameter FILE; "
+                   "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
+                   "per-seed (e.g. published+ips).")
+@methods_option(help="The method whose results are compared with the paper's Table 1 "
+                     "(default mf-ips, the paper's).")
+@click.option("--allow-missing", is_flag=True,
+              help="Cells and claims without results do not fail the check.")
+@click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@friendly_errors
+def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds) -> None:
+    """Regression gate: compare your results with the published Table 1 and the paper's claims.
+
+    Exit code 0 only when every selected cell is within tolerance and every gating claim holds;
+    4 otherwise (tolerances and gating claims: see 'atrec.evaluation.check').
+    """
+    from atrec.evaluation.check import check, render_check
+
+    result = check(None, table_datasets(datasets), params, allow_missing=allow_missing,
+                   expected_seeds=expected_seeds, method=one_method(methods))
+    click.echo(render_check(result, fmt))
+    echo_notes(result.notices)
+    if not result.passed:
+        sys.exit(result.exit_code)
+
+
+
+
+@main.command("methods")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@friendly_errors
+def methods_command(fmt) -> None:
+    """List every registered method and propensity estimator: hyperparameters, search space,
+    what each uses, and where it comes from (built-in, or the package that plugs it in).
+
+    Broken plug-ins are named on standard error with what to do; atrec keeps working.
+    """
+    from atrec.methods.catalogue import catalogue_rows
+    from atrec.reporting.tables import render
+
+    methods, propensities, problems = catalogue_rows()
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"methods": methods, "propensities": propensities,
+                               "problems": problems}, indent=1))
+    else:
+        click.echo(render(methods, fmt, numparse=False))
+        click.echo("")
+        click.echo(render(propensities, fmt, numparse=False))
+    echo_notes(problems, prefix="warning")

@@ -1,0 +1,115 @@
+"""``atrec train``, ``atrec run`` and ``atrec tune``: train configurations over seeds, or tune
+their hyperparameters."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+
+from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
+                           run_opts, selection_options, TuneProgress)
+
+
+def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
+                   batch_seed, loss, download, **_output):
+    from atrec.experiments.runner import TrainRequest, parse_seeds
+    from atrec.names import TABLE_DATASETS, expand
+    from atrec.propensity.registry import propensity_names
+    from atrec.protocol import AUTHORS_BATCH_SEED
+
+    at_options = [False, True] if with_at == without_at else [with_at]
+    return TrainRequest(
+        datasets=expand(datasets, TABLE_DATASETS, "dataset"),
+        propensities=expand(propensities, propensity_names(), "propensity"),
+        at_options=at_options, seeds=parse_seeds(seeds), params=params, force=force,
+        batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
+        download=download, methods=expand_methods(methods))
+
+
+def _train_and_print(request, fmt: str, quiet: bool) -> None:
+    from atrec.experiments.runner import outcome_rows, train
+    from atrec.reporting.tables import render
+
+    def progress(outcome):
+        if not quiet:
+            s = outcome.spec
+            click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
+                       f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
+
+    outcomes = train(request, progress=progress)
+    click.echo(render(outcome_rows(outcomes), fmt))
+
+
+@main.command("train")
+@selection_options
+@run_opts
+@friendly_errors
+def train_command(**options) -> None:
+    """Train configurations over seeds and save one result record per run under results/.
+
+    Needs the preprocessed data (atrec download/preprocess). Seeds that already have a record
+    are skipped (resume); --force recomputes. Example:
+    atrec train --dataset coat --propensity item --without-at --seeds 20
+    """
+    _train_and_print(_train_request(download=False, **options), options["fmt"], options["quiet"])
+
+
+@main.command("run")
+@selection_options
+@run_opts
+@friendly_errors
+def run_command(**options) -> None:
+    """Download and preprocess if needed, train, and print the summary of the selection.
+
+    Local sources come from ATREC_COAT_SOURCE / ATREC_ML_100K_SOURCE / ATREC_YAHOO_SOURCE when
+    the data is not there yet. Example: atrec run --dataset coat --propensity item --with-at
+    """
+    _train_and_print(_train_request(download=True, **options), options["fmt"], options["quiet"])
+
+
+@main.command("tune")
+@functools.partial(selection_options, params=False)
+@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+              help="COMPLETE trials per study, counted over every worker sharing the storage.")
+@click.option("--storage", default=None,
+              help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
+                   "Default: sqlite:///<results>/optuna.db.")
+@click.option("--study-prefix", default="atrec", show_default=True,
+              help="Studies are named <prefix>-<dataset>-[<method>/]<propensity>[-at].")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
+@friendly_errors
+def tune_command(datasets, methods, propensities, with_at, without_at, trials, storage,
+                 study_prefix, fmt, quiet) -> None:
+    """Tune dim, lam (and epsilon with AT) with Optuna TPE; export the best to --params tuned.
+
+    One study per dataset, method, propensity and with/without AT (search space: the method's
+    hyperparameters, 'atrec methods' lists them); objective: the lowest validation
+    loss of one run on the seed-12345 split. Rerun to resume a killed study. Start the same
+    command in several processes (or on several machines with one --storage) to share the
+    trials. No pruning: the objective is only known when a run ends.
+    Example: atrec tune --dataset coat --propensity item --with-at --trials 25
+    """
+    from atrec.names import TABLE_DATASETS, expand
+    from atrec.propensity.registry import propensity_names
+    from atrec.experiments.params import tuned_params_path
+    from atrec.reporting.tables import render
+    from atrec.tuning.study import TuneRequest, outcome_rows, tune
+
+    request = TuneRequest(
+        datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
+        propensities=tuple(expand(propensities, propensity_names(), "propensity")),
+        at_options=(False, True) if with_at == without_at else (with_at,),
+        trials=trials, storage=storage, study_prefix=study_prefix,
+        methods=tuple(expand_methods(methods)))
+    bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
+    try:
+        outcomes = tune(request, progress=bars)
+    finally:
+        bars.close()
+    click.echo(render(outcome_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
+                      numparse=False))
+    if not quiet:
+        echo_notes([f"best parameters merged into {tuned_params_path()} (use --params tuned)"])

@@ -1,0 +1,35 @@
+"""What ``atrec methods`` lists: every registered method and propensity estimator, with its
+hyperparameters, search space, what it uses and its origin, plus the broken plug-ins."""
+
+from __future__ import annotations
+
+from atrec.methods.base import EPSILON
+from atrec.methods.registry import METHODS
+from atrec.propensity.registry import PROPENSITIES
+
+
+def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
+    """``(method rows, propensity rows, problems)``: one row per registered class, and one
+    line per broken plug-in of either registry."""
+    methods = []
+    for entry in METHODS.entries():
+        cls = entry.cls
+        space = "; ".join(f"{h.name}: {h.describe()}" for h in cls.hyperparameters)
+        uses = [w for w, flag in (("propensity", cls.uses_propensity), ("MCAR labels",
+                                                                        cls.uses_mcar)) if flag]
+        methods.append({"method": entry.name, "label": cls.label,
+                        "hyperparameters (search space)": space,
+                        "with AT adds": f"{EPSILON.name}: {EPSILON.describe()}",
+                        "uses": ", ".join(uses) or "-", "origin": entry.origin,
+                        "description": cls.description})
+    propensities = []
+    for entry in PROPENSITIES.entries():
+        cls = entry.cls
+        notes = [n for n, flag in (("uses MCAR labels", cls.uses_mcar),
+                                   ("Table 1 row", cls.paper_row),
+                                   ("built by its experiment only", not cls.selectable)) if flag]
+        propensities.append({"propensity": entry.name, "label": cls.label,
+                             "notes": ", ".join(notes) or "-", "origin": entry.origin,
+                             "description": cls.description})
+    problems = list(METHODS.problems.values()) + list(PROPENSITIES.problems.values())
+    return methods, propensities, problems
