@@ -120,3 +120,12 @@ def variant_suffix(loss: str = "snips", batch_seed: int | None = AUTHORS_BATCH_S
     elif batch_seed != AUTHORS_BATCH_SEED:
         parts.append(f"batch-seed-{batch_seed}")
     return "".join("+" + p for p in parts)
+
+
+def settings_dict(settings: TrainSettings | None, at_settings: ATSettings | None,
+                  with_at: bool) -> dict:
+    """The settings a run or a tuning objective trains under (``None``: PROTOCOL.md's), as the
+    plain data that records and studies store."""
+    if with_at:
+        return (at_settings or ATSettings()).as_dict()
+    return (settings or TrainSettings()).as_dict()

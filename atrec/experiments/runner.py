@@ -21,7 +21,9 @@ import numpy as np
 
 from atrec.errors import AtrecError
 from atrec.evaluation.metrics import ndcg_variants
+from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
+from atrec.methods.tri_training import fit_with_at
 from atrec.names import config_key
 from atrec.experiments.params import HyperParams
 from atrec.methods.registry import configurations, get_method, record_method
@@ -147,8 +149,6 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
     if spec.with_at:
-        from atrec.methods.tri_training import fit_with_at
-
         settings = _at_settings(spec)
         return fit_with_at(method, problem, params, settings), settings.as_dict()
     settings = _settings(spec)
@@ -192,11 +192,8 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
 
 
 def group_size(data: RatingData, dim: int, n_seeds: int) -> int:
-    """Seeds trained (and saved) together: all when stacking pays, else one per CPU thread."""
-    from atrec.learners.mf import default_chunk
-
-    chunk = default_chunk(n_seeds, data.num_users, data.num_items, dim)
-    return n_seeds if chunk >= n_seeds else max(1, chunk * min(2, os.cpu_count() or 1))
+    """Seeds trained (and saved) together (:func:`atrec.learners.layout.group_size`)."""
+    return layout.group_size(data.num_users, data.num_items, dim, n_seeds)
 
 
 @dataclass

@@ -31,7 +31,7 @@ A1-A3 start pseudo-labelling far less trained than the MF-IPS they are compared 
 ``protocol_settings(pre_steps=500)`` (``--pre-steps 500``) trains them as long as MF-IPS.
 
 Records: one per (min_items, with/without AT, seed), under dataset ``ml-100k-min<N>`` and config
-``item`` / ``item-at`` (so Table 1 never reads them), with an ``experiment`` block (min_items,
+``data-item`` / ``data-item-at`` (so Table 1 never reads them), with an ``experiment`` block (min_items,
 data seed, min relative propensity). A rerun reuses every existing record (``force`` recomputes).
 
 Summary per ``min_items``: MAE and MSE of both methods (mean and standard error over seeds) and
@@ -67,7 +67,7 @@ from atrec.experiments.params import PUBLISHED, TUNED, HyperParams, load_param_t
 from atrec.propensity.builtin import DataItem
 from atrec.data.ratings import RatingData
 from atrec.experiments.records import params_label
-from atrec.data.splits import Split
+from atrec.protocol import ATSettings, TrainSettings, settings_dict
 
 DATASET = "ml-100k"
 PROPENSITY = DataItem.name   # Figure 2's data-level P(i); records before it said "item"
@@ -351,16 +351,8 @@ def protocol_settings(steps: int | None = None, pre_steps: int | None = None) ->
     """``(settings, at_settings)`` for a :class:`VarianceRequest`: ``None`` (PROTOCOL.md's)
     unless ``steps`` (MF-IPS training steps, protocol 500) or ``pre_steps`` (AT pre-training
     steps, protocol 150) are given."""
-    settings = at_settings = None
-    if steps is not None:
-        from atrec.learners import mf
-
-        settings = mf.TrainSettings(steps=steps)
-    if pre_steps is not None:
-        from atrec.learners import at
-
-        at_settings = at.ATSettings(pre_steps=pre_steps)
-    return settings, at_settings
+    return (None if steps is None else TrainSettings(steps=steps),
+            None if pre_steps is None else ATSettings(pre_steps=pre_steps))
 
 
 def check_reusable(request: VarianceRequest, label: str, root: Path | None = None) -> None:
@@ -370,10 +362,9 @@ def check_reusable(request: VarianceRequest, label: str, root: Path | None = Non
     with e.g. another ``pre_steps`` would otherwise silently reuse the old numbers.
     """
     from atrec.experiments.records import load_record, record_path
-    from atrec.tuning.study import _settings_dict
 
     for with_at in request.at_options:
-        expected = _settings_dict(request.settings, request.at_settings, with_at)
+        expected = settings_dict(request.settings, request.at_settings, with_at)
         for m in request.min_items:
             for seed in request.seeds:
                 path = record_path(variance_dataset(m), config_key(PROPENSITY, with_at), label,
@@ -426,7 +417,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
             attrs = {"dataset": v.data.name, "propensity": PROPENSITY, "with_at": with_at,
                      "objective": "min validation loss, data and split seed 12345, "
                                   "data-level P(i)",
-                     "settings": tuning._settings_dict(settings, at_settings, with_at),
+                     "settings": settings_dict(settings, at_settings, with_at),
                      "search_space": tuning.SEARCH_SPACE.as_dict(),
                      "sampler_seed": tuning.SAMPLER_SEED, "data": dict(data.checksums)}
             name = tuning.study_name(study_prefix, v.data.name, PROPENSITY, with_at)
@@ -502,13 +493,12 @@ def describe_params(result: VarianceResult) -> str:
 
 def describe_settings(request: VarianceRequest) -> str:
     """One line with the training lengths used, e.g. for the report and ``variance.md``."""
-    from atrec.tuning.study import _settings_dict
 
     parts = []
     if False in request.at_options:
-        parts.append(f"MF-IPS {_settings_dict(request.settings, None, False)['steps']} steps")
+        parts.append(f"MF-IPS {settings_dict(request.settings, None, False)['steps']} steps")
     if True in request.at_options:
-        s = _settings_dict(None, request.at_settings, True)
+        s = settings_dict(None, request.at_settings, True)
         parts.append(f"AT {s['pre_steps']} pre-training + {s['iterations']} x "
                      f"{s['steps_per_iteration']} pseudo-labelling steps")
     default = request.settings is None and request.at_settings is None

@@ -46,6 +46,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
+from atrec.learners.layout import STACK_BYTES, default_chunk  # noqa: E402, F401
 from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
 
 # ---------------------------------------------------------------------------------------------
@@ -283,21 +284,6 @@ def batch_positions(settings: TrainSettings, n_train: int, split_seeds: list[int
         return np.broadcast_to(pos.astype(np.int32), (len(split_seeds),) + shape)
     return np.stack([np.random.RandomState(s).randint(0, n_train, shape).astype(np.int32)
                      for s in split_seeds])
-
-
-# replicas are stacked in one compiled call while their tables and Adam state fit this (cache)
-STACK_BYTES = 4_000_000
-
-
-def default_chunk(replicas: int, num_users: int, num_items: int, dim: int) -> int:
-    """Replicas per compiled call: all of them while their tables stay cache-sized, else one.
-
-    Small tables (Coat) train fastest as one stack of all replicas; at Yahoo's size a stack's
-    dense Adam update no longer fits in cache, and one replica per call, with calls on parallel
-    threads (:func:`map_chunks`), is fastest. Measurements: ``docs/performance.md``.
-    """
-    table_bytes = (num_users + num_items) * (dim + 1) * 4 * 4  # params, m, v, grads
-    return replicas if replicas * table_bytes <= STACK_BYTES else 1
 
 
 def map_chunks(run, replicas: int, chunk: int, threads: int) -> list:

@@ -57,12 +57,13 @@ from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from atrec.errors import AtrecError
-from atrec.methods.registry import configurations
+from atrec.methods.base import EPSILON
+from atrec.methods.registry import METHODS, configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.experiments.params import HyperParams, load_param_table, tuned_params_path
 from atrec.paths import results_dir
 from atrec.experiments.records import atomic_write_text
-from atrec.protocol import SAMPLER_SEED
+from atrec.protocol import SAMPLER_SEED, settings_dict
 
 DEFAULT_TRIALS = 25
 DEFAULT_PREFIX = "atrec"
@@ -91,9 +92,6 @@ class SearchSpace:
     def for_method(cls, method: str = DEFAULT_METHOD) -> "SearchSpace":
         """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
         hyperparameters, and AT's ``epsilon``; MF-IPS's is PROTOCOL.md's."""
-        from atrec.methods.base import EPSILON
-        from atrec.methods.registry import METHODS
-
         method_cls = METHODS.get(method)
         dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
         return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,
@@ -484,17 +482,6 @@ def make_objective(data, propensity: str, with_at: bool, settings=None,
     return objective
 
 
-def _settings_dict(settings, at_settings, with_at: bool) -> dict:
-    """The protocol settings the objective runs under (defaults filled in), as plain data."""
-    if with_at:
-        from atrec.learners import at
-
-        return (at_settings or at.ATSettings()).as_dict()
-    from atrec.learners import mf
-
-    return (settings or mf.TrainSettings()).as_dict()
-
-
 @dataclass(frozen=True)
 class TuneRequest:
     """The selection of ``atrec tune`` (names already validated with :func:`atrec.names.expand`).
@@ -531,7 +518,7 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
     attributes name no method, as they did before methods were named, so its studies resume."""
     attrs = {"dataset": dataset, "propensity": propensity, "with_at": with_at,
              "objective": objective,
-             "settings": _settings_dict(settings, at_settings, with_at),
+             "settings": settings_dict(settings, at_settings, with_at),
              "search_space": SearchSpace.for_method(method).as_dict(),
              "sampler_seed": SAMPLER_SEED, "data": dict(checksums)}
     if method != DEFAULT_METHOD:
