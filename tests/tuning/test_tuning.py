@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 
 from atrec.learners import at
 from atrec.learners import mf
+from atrec.tuning import storage
 from atrec.tuning import study as tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
@@ -314,12 +315,12 @@ def test_study_with_other_settings_is_refused(tmp_path):
 @pytest.mark.parametrize("bad", ["nosuchdb://x/y", "sqlite:////proc/no/such/dir/x.db"])
 def test_bad_storage_is_one_line_error(bad):
     with pytest.raises(AtrecError, match="cannot open Optuna storage") as info:
-        tuning.open_storage(bad)
+        storage.open_storage(bad)
     assert "\n" not in str(info.value)
 
 
 def test_storage_label_hides_passwords():
-    assert tuning.storage_label("postgresql://me:secret@db:5432/optuna") == \
+    assert storage.storage_label("postgresql://me:secret@db:5432/optuna") == \
         "postgresql://me:***@db:5432/optuna"
 
 
