@@ -1,10 +1,22 @@
-"""Where Optuna studies live: storage URLs and opening them safely for many workers.
+"""Where Optuna studies live: storage URLs, their checks, and opening them safely for many workers.
 
-The default storage is the SQLite file ``<results>/optuna.db``; any other Optuna/SQLAlchemy URL
-(``postgresql://...``, ``mysql+pymysql://...``) is used as given. Opening a storage creates
-Optuna's tables when they are missing; for SQLite that happens under a file lock, so workers
-started together do not collide (see :func:`open_storage`). Every failure is an
-:class:`~atrec.errors.AtrecError` with a one-line message.
+Accepted ``--storage`` URLs:
+
+* ``sqlite:///<path>`` (the default, ``<results>/optuna.db``): one machine, no server. An
+  in-memory SQLite URL (``sqlite://``, ``sqlite:///``, ``sqlite:///:memory:``) is refused:
+  every connection (Optuna's heartbeat thread opens its own) would see another empty database,
+  and nothing would outlive the process.
+* ``postgresql://...`` and ``postgresql+psycopg://...``: several machines, one server. Both use
+  psycopg 3, installed by atrec's ``postgres`` extra (``pip install -e '.[postgres]'``). A bare
+  ``postgresql://`` is pinned to it because SQLAlchemy's default PostgreSQL driver differs
+  between versions (psycopg2 up to 2.0, psycopg 3 from 2.1), so the same URL would need another
+  package after an upgrade. A URL naming another driver (``postgresql+psycopg2://``) is used as
+  given.
+* any other Optuna/SQLAlchemy URL (``mysql+pymysql://...``), used as given.
+
+Opening a storage creates Optuna's tables when they are missing; for SQLite that happens under a
+file lock, so workers started together do not collide (see :func:`open_storage`). Every failure
+is an :class:`~atrec.errors.AtrecError` with a one-line message.
 """
 
 from __future__ import annotations
@@ -25,6 +37,10 @@ from atrec.errors import AtrecError
 from atrec.paths import results_dir
 
 STORAGE_FILE = "optuna.db"
+# atrec is installed from its folder (make install: pip install -e '.[dev]'), not from an index
+POSTGRES_INSTALL = ("install atrec's postgres extra (pip install -e '.[postgres]' in the atrec "
+                    "folder)")
+POSTGRES_DRIVER = "psycopg"       # psycopg 3, what the postgres extra installs
 
 
 def default_storage_url() -> str:
@@ -43,6 +59,7 @@ def storage_label(url: str) -> str:
 
 
 def _sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///<path>`` URL; ``None`` for other URLs and in-memory ones."""
     if not url.startswith("sqlite:///"):
         return None
     rest = url[len("sqlite:///"):].split("?", 1)[0]
@@ -61,11 +78,47 @@ def file_lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def resolve_url(url: str) -> str:
+    """The URL :func:`open_storage` connects to: ``url`` checked, PostgreSQL pinned to psycopg 3.
+
+    Raises :class:`AtrecError` for an in-memory SQLite URL and for a PostgreSQL URL whose
+    driver is not installed (naming the extra that installs it). A URL SQLAlchemy cannot parse
+    is returned as given, for Optuna to reject with its own reason.
+    """
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        return url
+    backend = parsed.get_backend_name()
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise AtrecError(
+            f"--storage {url}: an in-memory SQLite database is private to one connection and "
+            f"lost when the worker ends; give a file path, e.g. sqlite:///results/optuna.db")
+    if backend != "postgresql":
+        return url
+    if "+" not in parsed.drivername:
+        parsed = parsed.set(drivername=f"postgresql+{POSTGRES_DRIVER}")
+    driver = parsed.drivername.split("+", 1)[1]
+    try:
+        dialect = parsed.get_dialect()
+        import_dbapi = getattr(dialect, "import_dbapi", None) or dialect.dbapi
+        import_dbapi()
+    except ImportError as exc:
+        if driver == POSTGRES_DRIVER:
+            raise AtrecError(f"PostgreSQL storage needs a driver: {POSTGRES_INSTALL}") from None
+        raise AtrecError(
+            f"--storage {storage_label(url)} needs the {driver} driver ({exc}): install it, or "
+            f"use postgresql://... and {POSTGRES_INSTALL}") from None
+    except sqlalchemy.exc.NoSuchModuleError:
+        return url  # an unknown driver name: Optuna's error below names it
+    return parsed.render_as_string(hide_password=False)
+
+
 def open_storage(url: str | None = None, worker=None):
     """An Optuna ``RDBStorage`` for ``url`` (default :func:`default_storage_url`) with heartbeats.
 
     ``worker``: a :class:`atrec.tuning.study.WorkerSettings` (heartbeat interval and grace
-    period; default its defaults).
+    period; default its defaults). The URL is checked and resolved by :func:`resolve_url`.
 
     SQLite files: connections wait up to 60 s for a lock held by another process; the schema
     of a new file is created under a file lock, so workers started together do not collide;
@@ -81,8 +134,9 @@ def open_storage(url: str | None = None, worker=None):
 
         worker = WorkerSettings()
     url = url or default_storage_url()
-    sqlite = _sqlite_path(url)
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    target = resolve_url(url)
+    sqlite = _sqlite_path(target)
+    kwargs = {"connect_args": {"timeout": 60}} if target.startswith("sqlite") else {}
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(warnings.catch_warnings())
@@ -93,15 +147,15 @@ def open_storage(url: str | None = None, worker=None):
                 with contextlib.closing(sqlite3.connect(sqlite, timeout=60)) as conn:
                     conn.execute("PRAGMA journal_mode=WAL")
             storage = optuna.storages.RDBStorage(
-                url, engine_kwargs=kwargs, heartbeat_interval=worker.heartbeat_interval,
+                target, engine_kwargs=kwargs, heartbeat_interval=worker.heartbeat_interval,
                 grace_period=worker.grace_period)
     except (ImportError, ValueError, sqlalchemy.exc.SQLAlchemyError, sqlite3.Error,
             OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AtrecError(
             f"cannot open Optuna storage {storage_label(url)}: {reason}; give a URL such as "
-            f"sqlite:///results/optuna.db or postgresql://user@host/db (with its driver "
-            f"installed)") from None
+            f"sqlite:///results/optuna.db or postgresql://user@host/db (for PostgreSQL, "
+            f"{POSTGRES_INSTALL})") from None
     if sqlite is not None:
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_normal_sync)
         storage.engine.dispose()  # connections opened so far lack the pragma

@@ -57,7 +57,8 @@ from atrec.errors import AtrecError
 from atrec.names import config_key
 from atrec.experiments.params import HyperParams, load_param_table, tuned_params_path
 from atrec.experiments.records import atomic_write_text
-from atrec.tuning.storage import default_storage_url, file_lock, open_storage, storage_label
+from atrec.tuning.storage import (default_storage_url, file_lock, open_storage, resolve_url,
+                                  storage_label)
 
 DEFAULT_TRIALS = 25
 SAMPLER_SEED = 123
@@ -414,6 +415,8 @@ class TuneRequest:
         prefix = self.study_prefix
         if not prefix or any(c.isspace() for c in prefix):
             raise AtrecError(f"--study-prefix {prefix!r}: give a non-empty name without spaces")
+        if self.storage is not None:
+            resolve_url(self.storage)  # an unusable URL or missing driver: before any data loads
 
 
 OBJECTIVE_NOTE = "min validation loss, split seed 12345"

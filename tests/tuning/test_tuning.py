@@ -418,6 +418,10 @@ def test_cli_tune_on_coat_then_params_tuned(coat_dir, tmp_path):
     (["--dataset", "imdb"], "unknown dataset 'imdb'"),
     (["--study-prefix", "a b"], "--study-prefix"),
     (["--dataset", "yahoo"], "yahoo is not downloaded"),
+    # in-memory SQLite: each connection (the heartbeat thread's too) would get its own database
+    (["--storage", "sqlite://"], "give a file path, e.g. sqlite:///results/optuna.db"),
+    (["--storage", "sqlite:///"], "give a file path, e.g. sqlite:///results/optuna.db"),
+    (["--storage", "sqlite:///:memory:"], "give a file path, e.g. sqlite:///results/optuna.db"),
 ])
 def test_cli_tune_bad_input_is_one_line(args, message, coat_dir, tmp_path):
     result = CliRunner().invoke(main, ["tune", "--quiet", *args],
