@@ -1,7 +1,10 @@
-"""Storage URLs: PostgreSQL pinned to psycopg 3, a missing driver named in one line.
+"""Storage: PostgreSQL URLs and driver, and a real PostgreSQL server shared by workers.
 
-(The SQLite checks, in-memory URLs included, are with the other ``atrec tune`` input errors in
-``test_tuning.py``.)
+URLs: ``postgresql://`` pinned to psycopg 3, a missing driver named in one line. Server: the
+session's ``postgres`` fixture (tests/local_postgres.py) is a real PostgreSQL, started and
+stopped by the tests; ``atrec tune`` workers started together on a fresh database must all
+finish, with exactly the requested trials. (The SQLite checks, in-memory URLs included, are with
+the other ``atrec tune`` input errors in ``test_tuning.py``.)
 """
 
 import sys
@@ -12,6 +15,7 @@ from click.testing import CliRunner
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.tuning import storage
+from atrec.tuning.study import WorkerSettings, run_study
 
 
 @pytest.mark.parametrize("url, resolved", [
@@ -35,3 +39,16 @@ def test_missing_driver_is_one_line_naming_the_extra(tmp_path, monkeypatch):
     assert result.stderr.strip().splitlines() == [
         "error: PostgreSQL storage needs a driver: install atrec's postgres extra "
         "(pip install -e '.[postgres]' in the atrec folder)"]
+
+
+# --- a real PostgreSQL server (the session's ``postgres`` fixture) -----------------------------
+
+def test_both_postgresql_url_forms_share_one_study(postgres):
+    # postgresql:// and postgresql+psycopg:// reach the same database; the second resumes
+    fast = WorkerSettings(heartbeat_interval=1, grace_period=2, poll_seconds=0.1)
+    db = postgres.database()
+    first = run_study("forms", lambda p: p.lam, False, 2, postgres.url(db), worker=fast)
+    assert (first.complete, first.ran) == (2, 2)
+    again = run_study("forms", lambda p: p.lam, False, 3, postgres.url(db, "postgresql+psycopg"),
+                      worker=fast)
+    assert (again.complete, again.ran) == (3, 1)

@@ -34,7 +34,6 @@ from atrec.tuning.study import (Progress, SearchSpace, StudyOutcome, TuneRequest
                           export_best, run_study, study_name, tune)
 
 REPO = Path(__file__).resolve().parents[2]
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 FAST = WorkerSettings(heartbeat_interval=1, grace_period=2, poll_seconds=0.1)
 
 
@@ -375,26 +374,6 @@ def test_export_refuses_a_corrupt_file(tmp_path):
 
 
 # --- CLI ----------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def coat_dir(tmp_path_factory):
-    """A data folder with Coat installed from the shared copy."""
-    from atrec.data.datasets import download
-    from atrec.data.preprocess import preprocess
-
-    folder = tmp_path_factory.mktemp("tune-data")
-    old = os.environ.get("ATREC_DATA_DIR")
-    os.environ["ATREC_DATA_DIR"] = str(folder)
-    try:
-        download("coat", source=SHARED / "coat", quiet=True)
-        preprocess("coat", quiet=True)
-    finally:
-        if old is None:
-            del os.environ["ATREC_DATA_DIR"]
-        else:
-            os.environ["ATREC_DATA_DIR"] = old
-    return folder
-
 
 def test_cli_tune_on_coat_then_params_tuned(coat_dir, tmp_path):
     env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(tmp_path)}
