@@ -14,15 +14,18 @@ Accepted ``--storage`` URLs:
   given.
 * any other Optuna/SQLAlchemy URL (``mysql+pymysql://...``), used as given.
 
-Opening a storage creates Optuna's tables when they are missing; for SQLite that happens under a
-file lock, so workers started together do not collide (see :func:`open_storage`). Every failure
-is an :class:`~atrec.errors.AtrecError` with a one-line message.
+Opening a storage creates Optuna's tables when they are missing. Workers started together on a
+fresh database would all try that at once (PostgreSQL then fails all but one with a unique
+violation in its catalogue), so creation is serialised: under a file lock for SQLite, under a
+PostgreSQL advisory lock for PostgreSQL (see :func:`open_storage`). Every failure is an
+:class:`~atrec.errors.AtrecError` with a one-line message.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import sqlite3
 import warnings
 from pathlib import Path
@@ -41,6 +44,11 @@ STORAGE_FILE = "optuna.db"
 POSTGRES_INSTALL = ("install atrec's postgres extra (pip install -e '.[postgres]' in the atrec "
                     "folder)")
 POSTGRES_DRIVER = "psycopg"       # psycopg 3, what the postgres extra installs
+# Key of the PostgreSQL advisory lock held while Optuna's tables are created (advisory locks are
+# per database; any fixed 64-bit number that other software is unlikely to use will do).
+SCHEMA_LOCK_KEY = int.from_bytes(hashlib.sha256(b"atrec: optuna schema").digest()[:8], "big",
+                                 signed=True)
+SCHEMA_LOCK_TIMEOUT = "120s"      # a worker stuck holding it turns into an error, not a hang
 
 
 def default_storage_url() -> str:
@@ -114,6 +122,34 @@ def resolve_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+@contextlib.contextmanager
+def _postgres_schema_lock(url: str):
+    """Hold a PostgreSQL advisory lock (session level, on a connection of its own) for the block.
+
+    Why a lock and not retries: Optuna creates its tables, a version row and an Alembic stamp
+    in several statements; run by several workers at once on a fresh database, any of them can
+    collide (a unique violation in ``pg_type``, a duplicate version row). Retrying after a
+    collision would work only if every partial state were recoverable. With the lock, one
+    worker creates the schema and the others, waiting, find it complete and create nothing.
+    The lock is released when the block ends, and by the server when a worker dies while
+    holding it (its connection closes), so it cannot be left behind.
+    """
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.execute(sqlalchemy.text(f"SET lock_timeout = '{SCHEMA_LOCK_TIMEOUT}'"))
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"),
+                         {"key": SCHEMA_LOCK_KEY})
+            try:
+                yield
+            finally:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"),
+                             {"key": SCHEMA_LOCK_KEY})
+    finally:
+        engine.dispose()
+
+
 def open_storage(url: str | None = None, worker=None):
     """An Optuna ``RDBStorage`` for ``url`` (default :func:`default_storage_url`) with heartbeats.
 
@@ -126,6 +162,10 @@ def open_storage(url: str | None = None, worker=None):
     fsyncs: Optuna commits about 18 times per trial, which cost 0.2 s per trial, several times
     a Coat run). WAL needs every worker on the same machine (no network file system): for
     several machines use a server database such as PostgreSQL.
+
+    PostgreSQL: the storage is opened (and the schema created if missing) under an advisory
+    lock, so workers started together on a fresh database all survive
+    (:func:`_postgres_schema_lock`).
 
     Raises :class:`AtrecError` naming the URL when it cannot be opened.
     """
@@ -146,6 +186,8 @@ def open_storage(url: str | None = None, worker=None):
                 stack.enter_context(file_lock(sqlite.with_name(sqlite.name + ".lock")))
                 with contextlib.closing(sqlite3.connect(sqlite, timeout=60)) as conn:
                     conn.execute("PRAGMA journal_mode=WAL")
+            elif target.startswith("postgresql"):
+                stack.enter_context(_postgres_schema_lock(target))
             storage = optuna.storages.RDBStorage(
                 target, engine_kwargs=kwargs, heartbeat_interval=worker.heartbeat_interval,
                 grace_period=worker.grace_period)
@@ -154,8 +196,7 @@ def open_storage(url: str | None = None, worker=None):
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AtrecError(
             f"cannot open Optuna storage {storage_label(url)}: {reason}; give a URL such as "
-            f"sqlite:///results/optuna.db or postgresql://user@host/db (for PostgreSQL, "
-            f"{POSTGRES_INSTALL})") from None
+            f"sqlite:///results/optuna.db or postgresql://user@host/db") from None
     if sqlite is not None:
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_normal_sync)
         storage.engine.dispose()  # connections opened so far lack the pragma

@@ -359,8 +359,11 @@ def _check_attrs(study, attrs: dict | None) -> None:
         return
     stored = study.user_attrs.get(STUDY_ATTR)
     if stored is None:
+        # workers started together may all find none and all set theirs: Optuna keeps the
+        # first and ignores the others, so read back what was kept before comparing
         study.set_user_attr(STUDY_ATTR, attrs)
-    elif stored != attrs:
+        stored = study.user_attrs.get(STUDY_ATTR)
+    if stored != attrs:
         diff = sorted(k for k in set(stored) | set(attrs) if stored.get(k) != attrs.get(k))
         raise AtrecError(
             f"study {study.study_name} was made with other {', '.join(diff)}: give another "
