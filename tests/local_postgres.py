@@ -78,8 +78,8 @@ class LocalPostgres:
                       "extra_groups": []}
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "LANG": "C",
                "HOME": str(self.root), "TZ": "UTC"}
-        proc = subprocess.run([str(self.bindir / tool), *args], capture_output=True, text=True,
-                              env=env, cwd=self.root, timeout=timeout, **demote)
+        proc = subprocess.run([str(self.bindir / tool), *args], check=False, capture_output=True,
+                              text=True, env=env, cwd=self.root, timeout=timeout, **demote)
         if proc.returncode != 0:
             log = self.log.read_text()[-3000:] if self.log.exists() else ""
             raise RuntimeError(f"{tool} {' '.join(args)} failed ({proc.returncode}):\n"

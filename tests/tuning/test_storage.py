@@ -46,8 +46,8 @@ def test_missing_driver_is_one_line_naming_the_extra(tmp_path, monkeypatch):
         env={"ATREC_RESULTS_DIR": str(tmp_path)})
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.stderr.strip().splitlines() == [
-        "error: PostgreSQL storage needs a driver: install atrec's postgres extra "
-        "(pip install -e '.[postgres]' in the atrec folder)"]
+        ("error: PostgreSQL storage needs a driver: install atrec's postgres extra "
+         "(pip install -e '.[postgres]' in the atrec folder)")]
 
 
 # --- a real PostgreSQL server (the session's ``postgres`` fixture) -----------------------------
