@@ -6,7 +6,8 @@
 Cases, each with a fresh SQLite storage in a temporary folder, one worker, the protocol's
 objective (``atrec.tuning.study.tune``, 500-step runs on the seed-12345 split):
 
-* Optuna's own cost per trial (a free objective), with the SQLite settings of ``open_storage``;
+* Optuna's own cost per trial (a free objective), with the SQLite settings of
+  ``atrec.tuning.storage.open_storage``;
 * Coat (real data from ``../shared/data``): all 12 studies x 25 trials;
 * Yahoo-size synthetic data (``atrec.data.synthetic.YAHOO_SIZE``; the licensed Yahoo! R3 is not
   here): by default the item and user propensities, without and with AT, 25 trials each, and

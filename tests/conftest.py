@@ -1,4 +1,5 @@
-"""Shared fixtures: the real Coat copy (read-only, from ../shared/data) and small synthetic data."""
+"""Shared fixtures: the real Coat copy (read-only, from ../shared/data), small synthetic data,
+and a throwaway PostgreSQL server."""
 
 import os
 from pathlib import Path
@@ -48,6 +49,42 @@ def coat_data(tmp_path_factory) -> RatingData:
 def ml100k_data(tmp_path_factory) -> RatingData:
     """ML-100K as atrec loads it (all of u.data as ``train``, empty test), from the shared copy."""
     return _install_shared("ml-100k", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def coat_dir(tmp_path_factory):
+    """A data folder with Coat installed from the shared copy (for ``ATREC_DATA_DIR``)."""
+    from atrec.data.download import download
+    from atrec.data.preprocess import preprocess
+
+    folder = tmp_path_factory.mktemp("tune-data")
+    old = os.environ.get("ATREC_DATA_DIR")
+    os.environ["ATREC_DATA_DIR"] = str(folder)
+    try:
+        download("coat", source=SHARED / "coat", quiet=True)
+        preprocess("coat", quiet=True)
+    finally:
+        if old is None:
+            del os.environ["ATREC_DATA_DIR"]
+        else:
+            os.environ["ATREC_DATA_DIR"] = old
+    return folder
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (:mod:`local_postgres`), stopped at the end.
+
+    It runs pgserver's binaries from a temporary folder and listens on 127.0.0.1, on a free port.
+    Never skipped: pgserver and psycopg come with the dev extra, so a missing one is an error.
+    """
+    from local_postgres import LocalPostgres
+
+    server = LocalPostgres()
+    try:
+        yield server.start()
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -401,10 +401,11 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
     ``progress`` is passed to :func:`atrec.tuning.study.run_study`. Returns the
     :class:`atrec.tuning.study.StudyOutcome` of every study.
     """
+    from atrec.tuning import storage as tuning_storage
     from atrec.tuning import study as tuning
 
-    url = storage or tuning.default_storage_url()
-    opened = tuning.open_storage(url)
+    url = storage or tuning_storage.default_storage_url()
+    opened = tuning_storage.open_storage(url)
     outcomes = []
     for m in min_items:
         v = build_point_data(data, m, DATA_SEED)
@@ -423,7 +424,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
             name = tuning.study_name(study_prefix, v.data.name, PROPENSITY, with_at)
             outcome = tuning.run_study(name, objective, with_at, trials, opened, attrs=attrs,
                                        progress=progress)
-            outcome.storage = tuning.storage_label(url)
+            outcome.storage = tuning_storage.storage_label(url)
             outcome.dataset, outcome.propensity, outcome.with_at = v.data.name, PROPENSITY, with_at
             tuning.export_best([outcome], export_path)
             outcomes.append(outcome)

@@ -9,8 +9,9 @@ seed-12345 split. A study stops when it holds the requested number of COMPLETE t
 over every worker that shares its storage.
 
 Storage: any Optuna storage URL (``sqlite:///...``, ``postgresql://...``, ``mysql://...``); the
-default is the SQLite file ``<results>/optuna.db``. Several workers (processes, machines) that
-open the same study share its trials:
+default is the SQLite file ``<results>/optuna.db`` (URLs, drivers and safe opening:
+:mod:`atrec.tuning.storage`). Several workers (processes, machines) that open the same study
+share its trials:
 
 * exact trial count: a worker only starts a trial while ``complete + running < target``; inside
   the trial, before any parameter is sampled, it checks again and gives way (the trial is marked
@@ -37,10 +38,8 @@ The best parameters of every finished study are merged into the tuned parameter 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
-import sqlite3
 import time
 import warnings
 from collections.abc import Callable
@@ -50,8 +49,6 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-import sqlalchemy.event
-import sqlalchemy.exc
 import yaml
 from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import TrialState
@@ -61,13 +58,13 @@ from atrec.methods.base import EPSILON
 from atrec.methods.registry import METHODS, configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.experiments.params import HyperParams, load_param_table, tuned_params_path
-from atrec.paths import results_dir
 from atrec.experiments.records import atomic_write_text
 from atrec.protocol import SAMPLER_SEED, settings_dict
+from atrec.tuning.storage import (default_storage_url, file_lock, open_storage, resolve_url,
+                                  storage_label)
 
 DEFAULT_TRIALS = 25
 DEFAULT_PREFIX = "atrec"
-STORAGE_FILE = "optuna.db"
 WORKER_ATTR = "worker"      # set by a trial's objective when it starts (host:pid)
 SURPLUS_ATTR = "surplus"    # set on a trial that gave way to trials numbered below it
 STUDY_ATTR = "atrec"        # what the study measures; a worker with other settings is refused
@@ -166,84 +163,6 @@ def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
     """``<prefix>-<dataset>-<config key>``, e.g. ``atrec-coat-item-at`` (MF-IPS) or
     ``atrec-coat-mf-umi/item-at`` (another method)."""
     return f"{prefix}-{dataset}-{config_key(propensity, with_at, method)}"
-
-
-def default_storage_url() -> str:
-    """The embedded SQLite file ``<results>/optuna.db`` as an absolute ``sqlite:///`` URL."""
-    return "sqlite:///" + str((results_dir() / STORAGE_FILE).resolve())
-
-
-def storage_label(url: str) -> str:
-    """``url`` with any password masked, for tables and the tuned parameter file."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - an unparsable URL is shown as given (it has no password)
-        return url
-
-
-def _sqlite_path(url: str) -> Path | None:
-    if not url.startswith("sqlite:///"):
-        return None
-    rest = url[len("sqlite:///"):].split("?", 1)[0]
-    return Path(rest) if rest and rest != ":memory:" else None
-
-
-@contextlib.contextmanager
-def file_lock(path: Path):
-    """An exclusive ``fcntl.flock`` on ``path`` (created if needed) for the ``with`` block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def open_storage(url: str | None = None, worker: WorkerSettings | None = None):
-    """An Optuna ``RDBStorage`` for ``url`` (default :func:`default_storage_url`) with heartbeats.
-
-    SQLite files: connections wait up to 60 s for a lock held by another process; the schema
-    of a new file is created under a file lock, so workers started together do not collide;
-    the file is put in WAL mode with ``synchronous=NORMAL`` (a commit no longer waits for two
-    fsyncs: Optuna commits about 18 times per trial, which cost 0.2 s per trial, several times
-    a Coat run). WAL needs every worker on the same machine (no network file system): for
-    several machines use a server database such as PostgreSQL. Raises :class:`AtrecError`
-    naming the URL when it cannot be opened.
-    """
-    worker = worker or WorkerSettings()
-    url = url or default_storage_url()
-    sqlite = _sqlite_path(url)
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    try:
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore", ExperimentalWarning)  # heartbeats: stable since 2.9
-            if sqlite is not None:
-                sqlite.parent.mkdir(parents=True, exist_ok=True)
-                stack.enter_context(file_lock(sqlite.with_name(sqlite.name + ".lock")))
-                with contextlib.closing(sqlite3.connect(sqlite, timeout=60)) as conn:
-                    conn.execute("PRAGMA journal_mode=WAL")
-            storage = optuna.storages.RDBStorage(
-                url, engine_kwargs=kwargs, heartbeat_interval=worker.heartbeat_interval,
-                grace_period=worker.grace_period)
-    except (ImportError, ValueError, sqlalchemy.exc.SQLAlchemyError, sqlite3.Error,
-            OSError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AtrecError(
-            f"cannot open Optuna storage {storage_label(url)}: {reason}; give a URL such as "
-            f"sqlite:///results/optuna.db or postgresql://user@host/db (with its driver "
-            f"installed)") from None
-    if sqlite is not None:
-        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_normal_sync)
-        storage.engine.dispose()  # connections opened so far lack the pragma
-    return storage
-
-
-def _sqlite_normal_sync(dbapi_connection, _record) -> None:
-    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 
 class PerTrialTPESampler(optuna.samplers.BaseSampler):
@@ -456,12 +375,16 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
 
 
 def _check_attrs(study, attrs: dict | None) -> None:
+    """Store ``attrs`` with a new study; refuse (:class:`AtrecError`) a study made with others."""
     if not attrs:
         return
     stored = study.user_attrs.get(STUDY_ATTR)
     if stored is None:
+        # workers started together may all find none and all set theirs: Optuna keeps the
+        # first and ignores the others, so read back what was kept before comparing
         study.set_user_attr(STUDY_ATTR, attrs)
-    elif stored != attrs:
+        stored = study.user_attrs.get(STUDY_ATTR)
+    if stored != attrs:
         diff = sorted(k for k in set(stored) | set(attrs) if stored.get(k) != attrs.get(k))
         raise AtrecError(
             f"study {study.study_name} was made with other {', '.join(diff)}: give another "
@@ -506,6 +429,8 @@ class TuneRequest:
         prefix = self.study_prefix
         if not prefix or any(c.isspace() for c in prefix):
             raise AtrecError(f"--study-prefix {prefix!r}: give a non-empty name without spaces")
+        if self.storage is not None:
+            resolve_url(self.storage)  # an unusable URL or missing driver: before any data loads
 
 
 OBJECTIVE_NOTE = "min validation loss, split seed 12345"

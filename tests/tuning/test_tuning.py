@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 
 from atrec.learners import at
 from atrec.learners import mf
+from atrec.tuning import storage
 from atrec.tuning import study as tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
@@ -33,7 +34,6 @@ from atrec.tuning.study import (Progress, SearchSpace, StudyOutcome, TuneRequest
                           export_best, run_study, study_name, tune)
 
 REPO = Path(__file__).resolve().parents[2]
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 FAST = WorkerSettings(heartbeat_interval=1, grace_period=2, poll_seconds=0.1)
 
 
@@ -314,12 +314,12 @@ def test_study_with_other_settings_is_refused(tmp_path):
 @pytest.mark.parametrize("bad", ["nosuchdb://x/y", "sqlite:////proc/no/such/dir/x.db"])
 def test_bad_storage_is_one_line_error(bad):
     with pytest.raises(AtrecError, match="cannot open Optuna storage") as info:
-        tuning.open_storage(bad)
+        storage.open_storage(bad)
     assert "\n" not in str(info.value)
 
 
 def test_storage_label_hides_passwords():
-    assert tuning.storage_label("postgresql://me:secret@db:5432/optuna") == \
+    assert storage.storage_label("postgresql://me:secret@db:5432/optuna") == \
         "postgresql://me:***@db:5432/optuna"
 
 
@@ -375,26 +375,6 @@ def test_export_refuses_a_corrupt_file(tmp_path):
 
 # --- CLI ----------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def coat_dir(tmp_path_factory):
-    """A data folder with Coat installed from the shared copy."""
-    from atrec.data.download import download
-    from atrec.data.preprocess import preprocess
-
-    folder = tmp_path_factory.mktemp("tune-data")
-    old = os.environ.get("ATREC_DATA_DIR")
-    os.environ["ATREC_DATA_DIR"] = str(folder)
-    try:
-        download("coat", source=SHARED / "coat", quiet=True)
-        preprocess("coat", quiet=True)
-    finally:
-        if old is None:
-            del os.environ["ATREC_DATA_DIR"]
-        else:
-            os.environ["ATREC_DATA_DIR"] = old
-    return folder
-
-
 def test_cli_tune_on_coat_then_params_tuned(coat_dir, tmp_path):
     env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(tmp_path)}
     args = ["tune", "--dataset", "coat", "--propensity", "item", "--without-at", "--trials", "2",
@@ -417,6 +397,10 @@ def test_cli_tune_on_coat_then_params_tuned(coat_dir, tmp_path):
     (["--dataset", "imdb"], "unknown dataset 'imdb'"),
     (["--study-prefix", "a b"], "--study-prefix"),
     (["--dataset", "yahoo"], "yahoo is not downloaded"),
+    # in-memory SQLite: each connection (the heartbeat thread's too) would get its own database
+    (["--storage", "sqlite://"], "give a file path, e.g. sqlite:///results/optuna.db"),
+    (["--storage", "sqlite:///"], "give a file path, e.g. sqlite:///results/optuna.db"),
+    (["--storage", "sqlite:///:memory:"], "give a file path, e.g. sqlite:///results/optuna.db"),
 ])
 def test_cli_tune_bad_input_is_one_line(args, message, coat_dir, tmp_path):
     result = CliRunner().invoke(main, ["tune", "--quiet", *args],
