@@ -96,7 +96,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     from atrec.propensity.registry import propensity_names
     from atrec.experiments.params import tuned_params_path
     from atrec.reporting.tables import render
-    from atrec.tuning.study import TuneRequest, outcome_rows, tune
+    from atrec.tuning import TuneRequest, outcome_rows, tune
 
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),

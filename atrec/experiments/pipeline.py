@@ -80,7 +80,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     params = "tuned" if tune else "published"
 
     def do_tune() -> str:
-        from atrec.tuning import study as tuning
+        from atrec import tuning
 
         studies = tuning.tune_all(table_sets, list(table1_propensities()), [False, True], trials=trials,
                                   quiet=True)

@@ -67,7 +67,7 @@ from atrec.experiments.params import PUBLISHED, TUNED, HyperParams, load_param_t
 from atrec.propensity.builtin import DataItem
 from atrec.data.ratings import RatingData
 from atrec.experiments.records import params_label
-from atrec.protocol import ATSettings, TrainSettings, settings_dict
+from atrec.protocol import SAMPLER_SEED, ATSettings, TrainSettings, settings_dict
 
 DATASET = "ml-100k"
 PROPENSITY = DataItem.name   # Figure 2's data-level P(i); records before it said "item"
@@ -396,13 +396,13 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
 
     Objective: the lowest validation loss of one run on the data built with seed 12345 and its
     seed-12345 split, weighted by the data-level ``P(i)`` (:class:`~atrec.propensity.builtin.DataItem`); search
-    space, TPE seed, storage, resumption and export as :mod:`atrec.tuning.study` (studies named e.g.
+    space, TPE seed, storage, resumption and export as :mod:`atrec.tuning` (studies named e.g.
     ``atrec-ml-100k-min5-item-at``; entries ``ml-100k-min5`` -> ``item-at`` in the tuned file).
     ``progress`` is passed to :func:`atrec.tuning.study.run_study`. Returns the
     :class:`atrec.tuning.study.StudyOutcome` of every study.
     """
     from atrec.tuning import storage as tuning_storage
-    from atrec.tuning import study as tuning
+    from atrec import tuning
 
     url = storage or tuning_storage.default_storage_url()
     opened = tuning_storage.open_storage(url)
@@ -420,7 +420,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
                                   "data-level P(i)",
                      "settings": settings_dict(settings, at_settings, with_at),
                      "search_space": tuning.SEARCH_SPACE.as_dict(),
-                     "sampler_seed": tuning.SAMPLER_SEED, "data": dict(data.checksums)}
+                     "sampler_seed": SAMPLER_SEED, "data": dict(data.checksums)}
             name = tuning.study_name(study_prefix, v.data.name, PROPENSITY, with_at)
             outcome = tuning.run_study(name, objective, with_at, trials, opened, attrs=attrs,
                                        progress=progress)

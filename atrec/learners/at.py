@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np

@@ -1,17 +1,9 @@
-"""Hyperparameter tuning with Optuna (PROTOCOL.md, "Hyperparameters and tuning").
+"""Optuna studies that many workers share (PROTOCOL.md, "Hyperparameters and tuning").
 
-One study per (dataset, propensity, with/without AT), named ``<prefix>-<dataset>-<config key>``
-(e.g. ``atrec-coat-item-at``). Search space: ``dim`` in {5, 10, ..., 50}, ``lam`` log-uniform in
-[1e-6, 1], ``epsilon`` (AT only) log-uniform in [1e-3, 1]. Sampler: Optuna's TPE with seed 123
-(see :class:`PerTrialTPESampler` for how the seed meets resumed and distributed studies).
-Objective: :func:`atrec.experiments.runner.validation_loss`, the lowest validation loss of one run on the
-seed-12345 split. A study stops when it holds the requested number of COMPLETE trials, counted
-over every worker that shares its storage.
-
-Storage: any Optuna storage URL (``sqlite:///...``, ``postgresql://...``, ``mysql://...``); the
-default is the SQLite file ``<results>/optuna.db`` (URLs, drivers and safe opening:
-:mod:`atrec.tuning.storage`). Several workers (processes, machines) that open the same study
-share its trials:
+:func:`run_study` works on one study until it holds the requested number of COMPLETE trials,
+counted over every worker (process, machine) that opens it in the same storage
+(:mod:`atrec.tuning.storage`). Sampler: Optuna's TPE with seed 123 (see
+:class:`PerTrialTPESampler` for how the seed meets resumed and distributed studies).
 
 * exact trial count: a worker only starts a trial while ``complete + running < target``; inside
   the trial, before any parameter is sampled, it checks again and gives way (the trial is marked
@@ -24,15 +16,10 @@ share its trials:
   killed study continues from its COMPLETE trials.
 
 Pruning is deliberately absent: the objective is the minimum of the validation curve computed
-inside one compiled loop (:mod:`atrec.learners.mf`), which reports nothing until the run ends. Pruning on
-intermediate values would need that loop cut into pieces, and a pruned trial is not a measured
-one. A Coat trial takes about 0.03 s once compiled, so there is little to save there.
-
-Compilation: the objective passes ``lam`` and ``epsilon`` to the compiled loops as values, so a
-process compiles once per ``dim`` (at most 10 shapes) and every other trial costs one run.
-
-The best parameters of every finished study are merged into the tuned parameter file
-(:func:`atrec.experiments.params.tuned_params_path`) that ``--params tuned`` reads.
+inside one compiled loop (:mod:`atrec.learners.mf`), which reports nothing until the run ends.
+Pruning on intermediate values would need that loop cut into pieces, and a pruned trial is not a
+measured one. What is tuned and how the best values are kept: :mod:`atrec.tuning.configs`,
+:mod:`atrec.tuning.export`.
 """
 
 from __future__ import annotations
@@ -42,26 +29,21 @@ import os
 import socket
 import time
 import warnings
+from datetime import datetime
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import optuna
-import yaml
 from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from atrec.errors import AtrecError
-from atrec.methods.base import EPSILON
-from atrec.methods.registry import METHODS, configurations
-from atrec.names import DEFAULT_METHOD, config_key
-from atrec.experiments.params import HyperParams, load_param_table, tuned_params_path
-from atrec.experiments.records import atomic_write_text
-from atrec.protocol import SAMPLER_SEED, settings_dict
-from atrec.tuning.storage import (default_storage_url, file_lock, open_storage, resolve_url,
-                                  storage_label)
+from atrec.experiments.params import HyperParams
+from atrec.names import DEFAULT_METHOD
+from atrec.protocol import SAMPLER_SEED
+from atrec.tuning.space import SEARCH_SPACE, SearchSpace
+from atrec.tuning.storage import default_storage_url, open_storage, storage_label
 
 DEFAULT_TRIALS = 25
 DEFAULT_PREFIX = "atrec"
@@ -70,62 +52,6 @@ SURPLUS_ATTR = "surplus"    # set on a trial that gave way to trials numbered be
 STUDY_ATTR = "atrec"        # what the study measures; a worker with other settings is refused
 
 Objective = Callable[[HyperParams], float]
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """The search space of PROTOCOL.md: ``dim`` on a grid, ``lam`` and ``epsilon`` log-uniform."""
-
-    dim_low: int = 5
-    dim_high: int = 50
-    dim_step: int = 5
-    lam_low: float = 1e-6
-    lam_high: float = 1.0
-    epsilon_low: float = 1e-3
-    epsilon_high: float = 1.0
-    extra: tuple = ()   # a method's own hyperparameters (atrec.methods.base.Hyperparameter)
-
-    @classmethod
-    def for_method(cls, method: str = DEFAULT_METHOD) -> "SearchSpace":
-        """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
-        hyperparameters, and AT's ``epsilon``; MF-IPS's is PROTOCOL.md's."""
-        method_cls = METHODS.get(method)
-        dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
-        return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,
-                   EPSILON.low, EPSILON.high,
-                   tuple(h for h in method_cls.hyperparameters if h.name not in ("dim", "lam")))
-
-    def __post_init__(self) -> None:
-        if not (0 < self.dim_low <= self.dim_high and self.dim_step > 0
-                and (self.dim_high - self.dim_low) % self.dim_step == 0):
-            raise ValueError(f"dim range {self.dim_low}..{self.dim_high} step {self.dim_step} "
-                             f"must be positive and end on the grid")
-        for name, lo, hi in (("lam", self.lam_low, self.lam_high),
-                             ("epsilon", self.epsilon_low, self.epsilon_high)):
-            if not 0 < lo < hi:
-                raise ValueError(f"{name} range [{lo}, {hi}] must satisfy 0 < low < high "
-                                 f"(it is sampled on a log scale)")
-
-    def suggest(self, trial, with_at: bool) -> HyperParams:
-        """Sample one point through an Optuna ``trial`` (names ``dim``, ``lam``, ``epsilon``)."""
-        dim = trial.suggest_int("dim", self.dim_low, self.dim_high, step=self.dim_step)
-        lam = trial.suggest_float("lam", self.lam_low, self.lam_high, log=True)
-        extra = tuple((h.name, h.suggest(trial)) for h in self.extra)
-        epsilon = (trial.suggest_float("epsilon", self.epsilon_low, self.epsilon_high, log=True)
-                   if with_at else None)
-        return HyperParams(dim=dim, lam=lam, epsilon=epsilon, extra=tuple(sorted(extra)))
-
-    def as_dict(self) -> dict:
-        out = {"dim": [self.dim_low, self.dim_high, self.dim_step],
-               "lam": [self.lam_low, self.lam_high, "log"],
-               "epsilon": [self.epsilon_low, self.epsilon_high, "log"]}
-        for h in self.extra:   # none for MF-IPS, whose stored studies keep their attributes
-            out[h.name] = [h.low, h.high, h.step if h.kind == "int" else
-                           ("log" if h.log else "linear")]
-        return out
-
-
-SEARCH_SPACE = SearchSpace()
 
 
 @dataclass(frozen=True)
@@ -156,13 +82,6 @@ class WorkerSettings:
             raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds!r}")
         if self.max_failures < 1:
             raise ValueError(f"max_failures must be >= 1, got {self.max_failures!r}")
-
-
-def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
-               method: str = DEFAULT_METHOD) -> str:
-    """``<prefix>-<dataset>-<config key>``, e.g. ``atrec-coat-item-at`` (MF-IPS) or
-    ``atrec-coat-mf-umi/item-at`` (another method)."""
-    return f"{prefix}-{dataset}-{config_key(propensity, with_at, method)}"
 
 
 class PerTrialTPESampler(optuna.samplers.BaseSampler):
@@ -391,186 +310,3 @@ def _check_attrs(study, attrs: dict | None) -> None:
             f"--study-prefix or --storage, or delete that study")
 
 
-# --- the atrec objective, many studies, export --------------------------------------------------
-
-def make_objective(data, propensity: str, with_at: bool, settings=None,
-                   at_settings=None, method: str = DEFAULT_METHOD) -> Objective:
-    """The protocol's objective for one configuration: ``params -> validation_loss(...)``."""
-    from atrec.experiments.runner import validation_loss
-
-    def objective(params: HyperParams) -> float:
-        return validation_loss(data, propensity, with_at, params, settings=settings,
-                               at_settings=at_settings, method=method)
-
-    return objective
-
-
-@dataclass(frozen=True)
-class TuneRequest:
-    """The selection of ``atrec tune`` (names already validated with :func:`atrec.names.expand`).
-
-    ``settings`` / ``at_settings``: protocol settings of the objective (``None``: PROTOCOL.md's).
-    """
-
-    datasets: tuple[str, ...]
-    propensities: tuple[str, ...]
-    at_options: tuple[bool, ...]
-    trials: int = DEFAULT_TRIALS
-    storage: str | None = None
-    study_prefix: str = DEFAULT_PREFIX
-    settings: object = None
-    at_settings: object = None
-    worker: WorkerSettings = field(default_factory=WorkerSettings)
-    methods: tuple[str, ...] = (DEFAULT_METHOD,)
-
-    def __post_init__(self) -> None:
-        if int(self.trials) != self.trials or self.trials < 1:
-            raise AtrecError(f"--trials {self.trials}: give a positive number of trials (e.g. 25)")
-        prefix = self.study_prefix
-        if not prefix or any(c.isspace() for c in prefix):
-            raise AtrecError(f"--study-prefix {prefix!r}: give a non-empty name without spaces")
-        if self.storage is not None:
-            resolve_url(self.storage)  # an unusable URL or missing driver: before any data loads
-
-
-OBJECTIVE_NOTE = "min validation loss, split seed 12345"
-
-
-def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
-                at_settings=None, objective: str = OBJECTIVE_NOTE,
-                method: str = DEFAULT_METHOD) -> dict:
-    """What a study measures (stored with it; see ``attrs`` of :func:`run_study`). MF-IPS's
-    attributes name no method, as they did before methods were named, so its studies resume."""
-    attrs = {"dataset": dataset, "propensity": propensity, "with_at": with_at,
-             "objective": objective,
-             "settings": settings_dict(settings, at_settings, with_at),
-             "search_space": SearchSpace.for_method(method).as_dict(),
-             "sampler_seed": SAMPLER_SEED, "data": dict(checksums)}
-    if method != DEFAULT_METHOD:
-        attrs["method"] = method
-    return attrs
-
-
-def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
-                storage=None, *, objective: Objective | None = None,
-                objective_note: str = OBJECTIVE_NOTE, settings=None, at_settings=None,
-                study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
-                progress: Callable[[Progress], None] | None = None,
-                export_path: Path | None = None, method: str = DEFAULT_METHOD) -> StudyOutcome:
-    """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
-
-    The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``;
-    ``objective``
-    defaults to :func:`make_objective` (then ``objective_note`` should say what a custom one
-    measures, since it is stored with the study). ``storage``: a URL or an opened storage
-    (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file.
-    """
-    if objective is None:
-        objective = make_objective(data, propensity, with_at, settings, at_settings, method)
-    attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
-                        objective_note, method)
-    name = study_name(study_prefix, data.name, propensity, with_at, method)
-    outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
-                        progress=progress, space=SearchSpace.for_method(method))
-    outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
-    outcome.method = method
-    export_best([outcome], export_path)
-    return outcome
-
-
-def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = None,
-         export_path: Path | None = None, loader: Callable | None = None) -> list[StudyOutcome]:
-    """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
-
-    Datasets are read with ``loader(name)`` (default :func:`atrec.data.preprocess.load_data`). After
-    each study, its best parameters are merged into ``export_path`` (default the tuned file).
-    """
-    if loader is None:
-        from atrec.data.preprocess import load_data as loader
-    datasets = [loader(name) for name in request.datasets]  # a missing one fails before any work
-    storage = open_storage(request.storage, request.worker)
-    outcomes = []
-    for data in datasets:
-        for method, propensity, with_at in configurations(request.methods, request.propensities,
-                                                          request.at_options):
-            outcomes.append(tune_config(
-                data, propensity, with_at, request.trials, storage,
-                settings=request.settings, at_settings=request.at_settings,
-                study_prefix=request.study_prefix, worker=request.worker,
-                progress=progress, export_path=export_path, method=method))
-    return outcomes
-
-
-def tune_all(datasets, propensities, at_options, trials: int = DEFAULT_TRIALS,
-             storage: str | None = None, study_prefix: str = DEFAULT_PREFIX, quiet: bool = True,
-             progress: Callable[[Progress], None] | None = None) -> list[StudyOutcome]:
-    """:func:`tune` of a selection given as lists (``quiet`` drops ``progress``)."""
-    request = TuneRequest(tuple(datasets), tuple(propensities), tuple(at_options), trials,
-                          storage, study_prefix)
-    return tune(request, progress=None if quiet else progress)
-
-
-EXPORT_HEADER = """\
-# Hyperparameters tuned by 'atrec tune' (Optuna TPE, PROTOCOL.md "Hyperparameters and tuning").
-# Read by '--params tuned'. Per entry: dim, lam[, epsilon] are the parameters; study, trials,
-# best_value (lowest validation loss), best_trial, storage and updated record where they
-# come from. Entries are merged, one per study, under a file lock; edit with care.
-"""
-
-
-def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
-    """Merge the best parameters of ``outcomes`` into the tuned parameter file; return its path.
-
-    The file (default :func:`atrec.experiments.params.tuned_params_path`) maps ``dataset -> config key ->
-    {dim, lam[, epsilon], study, trials, best_value, best_trial, storage, updated}``.
-    Concurrent exports are serialised by an ``flock`` on ``<file>.lock`` and each writes the
-    whole file atomically, so none loses another's entries. Outcomes without a best trial are
-    skipped.
-    """
-    path = Path(path) if path is not None else tuned_params_path()
-    with file_lock(path.with_name(path.name + ".lock")):
-        table = load_param_table(str(path))[0] if path.exists() else {}
-        for o in outcomes:
-            if o.best_params is None:
-                continue
-            entry = o.best_params.as_dict()
-            entry.update(study=o.study, trials=o.complete, best_value=o.best_value,
-                         best_trial=o.best_trial, storage=o.storage,
-                         updated=datetime.now(UTC).isoformat(timespec="seconds"))
-            section = table.setdefault(o.dataset, {})
-            if not isinstance(section, dict):
-                raise AtrecError(f"tuned parameter file {path}: '{o.dataset}' is not a mapping; "
-                                 f"fix or delete the file")
-            section[config_key(o.propensity, o.with_at, o.method)] = entry
-        atomic_write_text(path, EXPORT_HEADER + yaml.safe_dump(table, sort_keys=True))
-    return path
-
-
-def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False) -> list[dict]:
-    """One summary row per study: its best parameters and value, trials, time.
-
-    ``numeric``: raw numbers (for csv/json); otherwise display strings (4-decimal loss, lam and
-    epsilon to 3 significant digits).
-    """
-    from atrec.propensity.registry import propensity_label
-
-    def show(value, spec: str):
-        if value is None:
-            return None if numeric else "-"
-        return value if numeric else format(value, spec)
-
-    rows = []
-    for o in outcomes:
-        p = o.best_params
-        rows.append({
-            "dataset": o.dataset, "method": o.method,
-            "propensity": propensity_label(o.propensity),
-            "AT": "with" if o.with_at else "without", "study": o.study,
-            "trials": o.complete if numeric else f"{o.complete}/{o.target}", "ran": o.ran,
-            "best val loss": show(o.best_value, ".4f"),
-            "dim": show(p.dim if p else None, "d"), "lam": show(p.lam if p else None, ".3g"),
-            "epsilon": show(p.epsilon if p else None, ".3g"),
-            **{k: show(v, ".3g") for k, v in (p.extra if p else ())},
-            "seconds": round(o.seconds, 1),
-        })
-    return rows

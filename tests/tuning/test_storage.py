@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.tuning import storage
-from atrec.tuning.study import WorkerSettings, run_study
+from atrec.tuning import WorkerSettings, run_study
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,12 +25,12 @@ from optuna.trial import TrialState
 from atrec.learners import at
 from atrec.learners import mf
 from atrec.tuning import storage
-from atrec.tuning import study as tuning
+from atrec import tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
 from atrec.experiments.params import HyperParams, get_params
-from atrec.tuning.study import (Progress, SearchSpace, StudyOutcome, TuneRequest, WorkerSettings,
+from atrec.tuning import (Progress, SearchSpace, StudyOutcome, TuneRequest, WorkerSettings,
                           export_best, run_study, study_name, tune)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,7 +225,7 @@ def test_trial_left_running_without_heartbeat_neither_counts_nor_blocks(tmp_path
 WORKER = """
 import json, math, sys, time
 from pathlib import Path
-from atrec.tuning.study import WorkerSettings, run_study
+from atrec.tuning import WorkerSettings, run_study
 
 url, name, n, sleep, ready, peers = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), \
     Path(sys.argv[5]), int(sys.argv[6])
