@@ -101,3 +101,14 @@ def tiny_data() -> RatingData:
         return Ratings.from_arrays(u, i, truth[u, i])
 
     return RatingData("tiny", ratings(train_cells), ratings(test_cells), n_u, n_i, {})
+
+
+@pytest.fixture(scope="session")
+def small_mnar() -> RatingData:
+    """A small MNAR data set from the synthetic generator (60 users x 40 items, 600 training
+    and 240 MCAR test ratings), for the conformance suites over the method and propensity
+    registries."""
+    from atrec.data.synthetic import make_synthetic
+
+    return make_synthetic(num_users=60, num_items=40, n_train=600, n_test_users=30,
+                          test_per_user=8, dim=3, seed=0, name="small").data
