@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -77,14 +77,21 @@ class Learner:
     - ``factors(params)`` (optional): ``(user [R, nu, k], item [R, ni, k])`` with
       ``predict(u, i) = user[u] . item[i]``; AT then computes the discrepancy of all pairs by
       one matrix product.
+
+    Learners compare (and hash) by what the compiled loops run: ``name``, ``predict``,
+    ``gradients``, ``factors`` and ``takes_context``. ``init`` and ``scores`` run outside them,
+    so a learner rebuilt for every problem (its ``init`` closing over that problem's training
+    data, :meth:`atrec.methods.base.Method.learner`) reuses the loops compiled for it before.
+    A parameter the model does not train (a per-replica constant) gets a zero gradient: Adam
+    (:func:`atrec.learners.mf.adam`) then moves it by exactly zero.
     """
 
     name: str
     predict: Callable
     gradients: Callable
     factors: Callable | None = None
-    init: Callable | None = None
-    scores: Callable | None = None
+    init: Callable | None = field(default=None, compare=False)
+    scores: Callable | None = field(default=None, compare=False)
     takes_context: bool = False
 
 

@@ -179,9 +179,20 @@ class Method:
         """Train the ``problem.replicas`` seeds with ``params`` (name -> value)."""
         raise NotImplementedError
 
-    def learner(self, params: dict):
+    def learner(self, params: dict, problem: FitProblem | None = None):
         """The learner AT trains as A1 and A2 (:class:`atrec.learners.base.Learner`); ``None``
-        when the method cannot take those roles."""
+        when the method cannot take those roles.
+
+        ``problem`` is the :class:`FitProblem` the learner is about to train on; every caller
+        that trains passes it (:meth:`LearnerMethod.fit
+        <atrec.methods.learner_method.LearnerMethod.fit>`, AT's
+        :func:`~atrec.methods.tri_training.fit_with_at`). A learner whose model needs
+        per-replica constants from the training split (e.g. each user's mean training rating)
+        builds them into its ``init`` from ``problem.train`` (arrays ``[R, n]``, replica ``k``
+        = ``problem.seeds[k]``) and carries them in its parameter tuple with a zero gradient:
+        Adam then leaves them unchanged, and the training loops slice them with the replicas
+        they run. ``None`` when a caller only asks whether the method can take those roles.
+        """
         return None
 
     @classmethod

@@ -28,7 +28,7 @@ class LearnerMethod(Method):
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
         from atrec.learners import mf
 
-        learner = self.learner(params)
+        learner = self.learner(params, problem)
         if learner is None or learner.init is None or learner.scores is None:
             raise ValueError(f"method {self.name}: learner() must return a Learner with init "
                              f"and scores")

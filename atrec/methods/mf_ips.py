@@ -28,7 +28,8 @@ class MFIPS(Method):
         return MethodResult(res.mae, res.mse, res.best_step, res.best_val_loss, res.val_trace,
                             MF.scores(res.params, full["user"], full["item"]))
 
-    def learner(self, params: dict):
+    def learner(self, params: dict, problem: FitProblem | None = None):
+        """MF (:data:`atrec.learners.base.MF`); it needs nothing from ``problem``."""
         from atrec.learners.base import MF
 
         return MF

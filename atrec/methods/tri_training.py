@@ -24,7 +24,7 @@ def fit_with_at(method: Method, problem: FitProblem, params: dict,
     from atrec.learners import at
     from atrec.learners.base import MF
 
-    learner = method.learner(params)
+    learner = method.learner(params, problem)
     if learner is None or learner.init is None:
         raise AtrecError(f"method '{method.name}' cannot serve as A1/A2 of asymmetric "
                          f"tri-training: drop --with-at for it")
