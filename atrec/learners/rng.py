@@ -44,6 +44,10 @@ def key(seed):
 def keys(stream_seeds, salt):
     """One key per replica ``[R]`` from ``stream_seeds`` ``[R]`` int64 and a scalar ``salt``."""
     salt = tf.cast(salt, tf.int64)
+    if stream_seeds.shape[0] is None:
+        # a loop traced for any number of replicas (reduce_retracing): the same key per element
+        return tf.map_fn(lambda s: key(tf.stack([s, salt])), stream_seeds,
+                         fn_output_signature=tf.uint64)
     return tf.stack([key(tf.stack([stream_seeds[r], salt]))
                      for r in range(stream_seeds.shape[0])])
 

@@ -20,6 +20,7 @@ from atrec.methods.base import EPSILON, FitProblem, MethodResult
 from atrec.methods.registry import METHODS, get_method, record_method
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import ATSettings, TrainSettings
+from atrec.registry import BUILT_IN
 
 SEEDS = (0, 1, 2)
 SETTINGS = TrainSettings(steps=30, batch_size=64)
@@ -167,18 +168,25 @@ def alone(small_mnar):
 # (``pseudo_loss``, ``discrepancy``: reduce_mean over each replica's row in atrec.learners.at)
 # differ by an ulp in 3 and 1 of 18 steps. MAE, MSE, best step and the validation trace agree
 # here; on Coat they do not always (determinism issue: eval_metrics' MAE at R * n >= ~32768).
+# The departures come from the shared training loops, so they apply to every method: strict for
+# atrec's own (a fix must remove them), not strict for plug-ins (whose sizes may not show them).
 DETERMINISM = "determinism issue: stacked and lone seeds differ in the last bit ({})"
 KNOWN = {
-    ("scores", "mf-ips", False): "final parameters at dim 5",
-    ("scores", "mf-ips", True): "final parameters at dim 5",
-    ("traces", "mf-ips", True): "AT's pseudo_loss / discrepancy means",
+    ("scores", False): "final parameters at dim 5",
+    ("scores", True): "final parameters at dim 5",
+    ("traces", True): "AT's pseudo_loss / discrepancy means",
 }
 
 
 def _cases(check: str):
-    return [pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(
-                strict=True, reason=DETERMINISM.format(KNOWN[check, *p.values]))]
-            if (check, *p.values) in KNOWN else []) for p in CASES]
+    out = []
+    for p in CASES:
+        name, with_at = p.values
+        reason = KNOWN.get((check, with_at))
+        strict = METHODS.entry(name).origin == BUILT_IN
+        out.append(pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(
+            strict=strict, reason=DETERMINISM.format(reason))] if reason else []))
+    return out
 
 
 @pytest.mark.parametrize("name, with_at", CASES)
@@ -309,3 +317,14 @@ def test_registered_class_declares_the_contract(name):
     for dataset, configs in cls.reference_params.items():
         for key, values in configs.items():
             cls.check_params(values, with_at=key.endswith("-at"))
+
+
+@pytest.mark.parametrize("name, with_at", CASES)
+def test_stacked_and_lone_seeds_agree_to_float32_rounding(name, with_at, stacked, alone):
+    """What holds despite the known last-bit departures: scores and traces agree to a few ulps."""
+    together, apart = stacked(name, with_at), alone(name, with_at)
+    np.testing.assert_allclose(together.scores, apart.scores, rtol=1e-5, atol=1e-6)
+    for key in together.traces:
+        np.testing.assert_allclose(np.nan_to_num(together.traces[key]),
+                                   np.nan_to_num(apart.traces[key]), rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
