@@ -36,7 +36,7 @@ NDCG_STANDARD = {False: 0.6, True: 0.61}
 
 
 def paper_values() -> dict:
-    """The paper's Table 1 read with the csv module (independent of atrec.reporting.report)."""
+    """The paper's Table 1 read with the csv module (independent of atrec.reporting.table1)."""
     text = (resources.files("atrec") / "resources" / "paper_table1.csv").read_text()
     rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
     return {(r["dataset"], r["propensity"], r["with_at"] == "true"):
