@@ -104,3 +104,9 @@ def write_records(root: Path, datasets=("yahoo", "coat"), override=None, skip=()
                           params_source="tuned:/somewhere/tuned_params.yaml")
         save_record(bad, record_path("coat", "uniform", "tuned", 0, root))
     return root
+
+
+def write_coat_gaps(root: Path) -> Path:
+    """Coat only, with gaps: no ``item`` with AT records, and ``user`` with AT MAE at 0.850."""
+    return write_records(root, datasets=("coat",), skip=[("coat", "item", True)],
+                         override={("coat", "user", True, "mae"): 0.850})
