@@ -57,12 +57,16 @@ def ndcg_metrics(ndcg: str) -> tuple[str, ...]:
             "both": ("ndcg3_paper", "ndcg3_standard")}[ndcg]
 
 
+def metric_label(metric: str, ndcg: str) -> str:
+    """``MAE``, ``nDCG@3``; ``nDCG@3 (paper)`` when both nDCG variants show."""
+    if ndcg == "both" and metric == "ndcg3_paper":
+        return "nDCG@3 (paper)"
+    return METRIC_LABELS[metric]
+
+
 def column_name(metric: str, with_at: bool, ndcg: str) -> str:
     """``MAE w/o AT``, ``nDCG@3 (paper) w/ AT`` (``(paper)`` only when both variants show)."""
-    label = METRIC_LABELS[metric]
-    if ndcg == "both" and metric == "ndcg3_paper":
-        label = "nDCG@3 (paper)"
-    return f"{label} {'w/ AT' if with_at else 'w/o AT'}"
+    return f"{metric_label(metric, ndcg)} {'w/ AT' if with_at else 'w/o AT'}"
 
 
 def better_pair(metric: str, without: float | None, with_at: float | None) -> tuple[bool, bool]:
