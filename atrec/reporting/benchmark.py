@@ -220,7 +220,8 @@ def _notices(bench: Benchmark, chosen: list[str]) -> list[str]:
     for (dataset, method, prop, base_prop, at), seeds in dropped.items():
         notes.append(f"paired test of {_label(bench, method)} against "
                      f"{_label(bench, BASELINE)} on {config_label(dataset, prop, at)}"
-                     f"{'' if prop == base_prop else f' (MF-IPS {base_prop})'}: seed"
+                     f"{'' if prop == base_prop else f' ({_label(bench, BASELINE)} {base_prop})'}"
+                     f": seed"
                      f"{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))} "
                      f"only on one side, left out")
     return notes
