@@ -36,7 +36,7 @@ NDCG_STANDARD = {False: 0.6, True: 0.61}
 
 
 def paper_values() -> dict:
-    """The paper's Table 1 read with the csv module (independent of atrec.reporting.report)."""
+    """The paper's Table 1 read with the csv module (independent of atrec.reporting.table1)."""
     text = (resources.files("atrec") / "resources" / "paper_table1.csv").read_text()
     rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
     return {(r["dataset"], r["propensity"], r["with_at"] == "true"):
@@ -104,3 +104,9 @@ def write_records(root: Path, datasets=("yahoo", "coat"), override=None, skip=()
                           params_source="tuned:/somewhere/tuned_params.yaml")
         save_record(bad, record_path("coat", "uniform", "tuned", 0, root))
     return root
+
+
+def write_coat_gaps(root: Path) -> Path:
+    """Coat only, with gaps: no ``item`` with AT records, and ``user`` with AT MAE at 0.850."""
+    return write_records(root, datasets=("coat",), skip=[("coat", "item", True)],
+                         override={("coat", "user", True, "mae"): 0.850})

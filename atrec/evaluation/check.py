@@ -1,7 +1,7 @@
 """The regression gate: do the user's results reproduce the published Table 1?
 
 :func:`check` compares every selected cell's mean (over seeds) with the paper's value and
-evaluates the paper's claims (:func:`atrec.reporting.report.evaluate_claims`). It passes only when every
+evaluates the paper's claims (:func:`atrec.reporting.claims.evaluate_claims`). It passes only when every
 selected cell is within tolerance and every gating claim holds.
 
 Tolerances (:data:`DEFAULT_TOLERANCES`). A cell passes when
@@ -51,20 +51,10 @@ from atrec.names import DEFAULT_METHOD
 from atrec.names import TABLE_DATASETS
 from atrec.propensity.registry import table1_propensities, propensity_label
 from atrec.experiments.params import PUBLISHED
-from atrec.reporting.report import (
-    DATASET_LABELS,
-    HOLDS,
-    METRIC_LABELS,
-    MISSING,
-    PAPER_METRICS,
-    Claim,
-    evaluate_claims,
-    json_safe,
-    paper_table,
-    signed,
-    table_summary,
-    train_hint,
-)
+from atrec.reporting.claims import HOLDS, MISSING, Claim, evaluate_claims
+from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, signed, train_hint
+from atrec.reporting.report import table_summary
+from atrec.reporting.table1 import PAPER_METRICS, paper_table
 from atrec.evaluation.summary import EXPECTED_SEEDS, Cell
 from atrec.reporting.tables import FORMATS, render
 

@@ -1,8 +1,10 @@
-"""Paired tests of with-AT against without-AT, with a Holm correction over the whole table.
+"""Paired tests over seeds, with a Holm correction over a whole table.
 
-For each (dataset, propensity, metric) the two configurations are paired by seed: seed ``s``
-uses the same data split with and without AT, so the per-seed differences
-``d_s = value_with_AT(s) - value_without_AT(s)`` (over the seeds both have) are tested:
+Two tables use them: with-AT against without-AT (:func:`significance_table`, the report), and
+every method against MF-IPS with the same propensity (:func:`method_tests`, the benchmark
+table). Two cells are paired by seed: seed ``s`` uses the same data split in both, so the
+per-seed differences ``d_s = b(s) - a(s)`` (over the seeds both have; :func:`compare_paired`)
+are tested:
 
 * paired t-test (``scipy.stats.ttest_rel``), H0: mean of d is 0;
 * Wilcoxon signed-rank test (``scipy.stats.wilcoxon``), H0: d is symmetric about 0.
@@ -11,21 +13,24 @@ All differences zero (identical results, e.g. shared hyperparameters and seeds) 
 of a difference: both p-values are set to 1. Fewer than two shared seeds: not tested (NaN).
 
 Each test's p-values are adjusted by Holm's step-down method (Holm 1979) over all tested rows
-of the table, so ``*`` (adjusted p < 0.05) controls the family-wise error rate of the table.
+of the table (:func:`with_holm`), so ``*`` (adjusted p < 0.05) controls the family-wise error
+rate of the table.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 from scipy import stats
 
-from atrec.propensity.registry import table1_propensities
 from atrec.evaluation.summary import LOWER_IS_BETTER, Summary
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.propensity.registry import table1_propensities
 
 ALPHA = 0.05
 MARK = "*"
@@ -56,7 +61,82 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 @dataclass(frozen=True)
-class PairedTest:
+class Paired:
+    """The paired comparison of ``b`` against ``a`` over the ``n`` seeds both have.
+
+    ``mean_diff`` is the mean of ``b - a``; ``b_better`` says whether it favours ``b`` (negative
+    for MAE/MSE, positive for nDCG; ``None`` when zero). ``dropped`` lists the seeds that only
+    one side has (left out of the test).
+    """
+
+    n: int
+    mean_a: float
+    mean_b: float
+    mean_diff: float
+    b_better: bool | None
+    t_stat: float
+    t_p: float
+    w_stat: float
+    w_p: float
+    dropped: tuple[int, ...] = ()
+
+
+def compare_paired(a: Mapping[int, float], b: Mapping[int, float],
+                   metric: str) -> Paired | None:
+    """Paired t and Wilcoxon tests of ``b`` against ``a`` (each ``{seed: value}``) over the seeds
+    both have; ``None`` when they share no seed."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    x = np.array([a[s] for s in shared])
+    y = np.array([b[s] for s in shared])
+    diff = y - x
+    mean_diff = float(diff.mean())
+    b_better = None if mean_diff == 0 else (mean_diff < 0) == LOWER_IS_BETTER[metric]
+    t_stat = t_p = w_stat = w_p = math.nan
+    if len(shared) >= 2:
+        if np.all(diff == 0):
+            t_stat, t_p, w_stat, w_p = 0.0, 1.0, 0.0, 1.0
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                t = stats.ttest_rel(y, x)
+                w = stats.wilcoxon(y, x)
+            t_stat, t_p = float(t.statistic), float(t.pvalue)
+            w_stat, w_p = float(w.statistic), float(w.pvalue)
+    dropped = tuple(sorted(set(a) ^ set(b)))
+    return Paired(len(shared), float(x.mean()), float(y.mean()), mean_diff, b_better,
+                  t_stat, t_p, w_stat, w_p, dropped)
+
+
+class HolmTested:
+    """A row with ``t_p_holm`` and ``w_p_holm`` (set by :func:`with_holm`)."""
+
+    t_p_holm: float
+    w_p_holm: float
+
+    @property
+    def t_significant(self) -> bool:
+        return bool(self.t_p_holm < ALPHA)
+
+    @property
+    def w_significant(self) -> bool:
+        return bool(self.w_p_holm < ALPHA)
+
+
+Tested = TypeVar("Tested", bound=HolmTested)
+
+
+def with_holm(tests: Sequence[Tested]) -> list[Tested]:
+    """``tests`` (dataclasses with ``t_p`` and ``w_p``) with their Holm-adjusted p-values set,
+    the correction running over all of them (separately for the t and the Wilcoxon tests)."""
+    t_holm = holm([t.t_p for t in tests])
+    w_holm = holm([t.w_p for t in tests])
+    return [replace(t, t_p_holm=th, w_p_holm=wh) for t, th, wh in zip(tests, t_holm, w_holm)]
+
+
+@dataclass(frozen=True)
+class PairedTest(HolmTested):
     """The paired comparison of one (dataset, propensity, metric).
 
     ``mean_diff`` is the mean of ``with AT - without AT`` over the ``n`` shared seeds;
@@ -78,14 +158,6 @@ class PairedTest:
     w_p: float
     t_p_holm: float = math.nan
     w_p_holm: float = math.nan
-
-    @property
-    def t_significant(self) -> bool:
-        return bool(self.t_p_holm < ALPHA)
-
-    @property
-    def w_significant(self) -> bool:
-        return bool(self.w_p_holm < ALPHA)
 
     def as_row(self, machine: bool = False) -> dict:
         """A table row; ``machine=True`` adds the test statistics and keeps booleans instead of
@@ -111,28 +183,11 @@ class PairedTest:
 def paired_test(dataset: str, propensity: str, metric: str, without: dict[int, float],
                 with_at: dict[int, float]) -> PairedTest | None:
     """Test one pair of cells given as ``{seed: value}``; ``None`` when they share no seed."""
-    shared = sorted(set(without) & set(with_at))
-    if not shared:
+    p = compare_paired(without, with_at, metric)
+    if p is None:
         return None
-    a = np.array([without[s] for s in shared])
-    b = np.array([with_at[s] for s in shared])
-    diff = b - a
-    mean_diff = float(diff.mean())
-    lower = LOWER_IS_BETTER[metric]
-    at_better = None if mean_diff == 0 else (mean_diff < 0) == lower
-    t_stat = t_p = w_stat = w_p = math.nan
-    if len(shared) >= 2:
-        if np.all(diff == 0):
-            t_stat, t_p, w_stat, w_p = 0.0, 1.0, 0.0, 1.0
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                t = stats.ttest_rel(b, a)
-                w = stats.wilcoxon(b, a)
-            t_stat, t_p = float(t.statistic), float(t.pvalue)
-            w_stat, w_p = float(w.statistic), float(w.pvalue)
-    return PairedTest(dataset, propensity, metric, len(shared), float(a.mean()), float(b.mean()),
-                      mean_diff, at_better, t_stat, t_p, w_stat, w_p)
+    return PairedTest(dataset, propensity, metric, p.n, p.mean_a, p.mean_b, p.mean_diff,
+                      p.b_better, p.t_stat, p.t_p, p.w_stat, p.w_p)
 
 
 def significance_table(summary: Summary,
@@ -155,6 +210,74 @@ def significance_table(summary: Summary,
                                    dict(zip(with_at.seeds, with_at.values)))
                 if test is not None:
                     tests.append(test)
-    t_holm = holm([t.t_p for t in tests])
-    w_holm = holm([t.w_p for t in tests])
-    return [replace(t, t_p_holm=th, w_p_holm=wh) for t, th, wh in zip(tests, t_holm, w_holm)]
+    return with_holm(tests)
+
+
+@dataclass(frozen=True)
+class MethodTest(HolmTested):
+    """The paired comparison of one method with the baseline method in one configuration.
+
+    ``mean_diff`` is the mean of ``method - baseline`` over the ``n`` shared seeds;
+    ``method_better`` says whether it favours the method. The baseline runs with
+    ``baseline_propensity`` (:func:`baseline_propensity`). ``dropped`` lists the seeds only one
+    side has (left out of the test). ``*_holm``: Holm-adjusted over the whole family.
+    """
+
+    dataset: str
+    method: str
+    propensity: str
+    baseline_propensity: str
+    with_at: bool
+    metric: str
+    n: int
+    mean_baseline: float
+    mean_method: float
+    mean_diff: float
+    method_better: bool | None
+    t_stat: float
+    t_p: float
+    w_stat: float
+    w_p: float
+    dropped: tuple[int, ...] = ()
+    t_p_holm: float = math.nan
+    w_p_holm: float = math.nan
+
+
+def baseline_propensity(propensity: str) -> str:
+    """The baseline's propensity to compare a row with: the same one, or ``uniform`` (constant
+    weights: plain MF) for a method that uses none (:data:`~atrec.names.NO_PROPENSITY`)."""
+    return "uniform" if propensity == NO_PROPENSITY else propensity
+
+
+def method_tests(summaries: Mapping[str, Summary], rows: Sequence[tuple[str, str, str]],
+                 metrics: Sequence[str] = DEFAULT_METRICS,
+                 baseline: str = DEFAULT_METHOD) -> list[MethodTest]:
+    """Paired tests of every row's method against ``baseline`` (default MF-IPS).
+
+    ``summaries`` maps a method name to its :class:`Summary` (one per base method, with and
+    without AT); ``rows`` lists ``(dataset, method, propensity)``, those of ``baseline`` itself
+    being skipped. For each row, each AT option (without, then with) and each metric, the
+    method's cell is paired by seed with the baseline's cell of the same dataset, AT option and
+    :func:`baseline_propensity`. Pairs where either cell is missing or no seed is shared are
+    left out. The Holm correction runs over every test returned (the whole family).
+    """
+    base = summaries.get(baseline)
+    tests: list[MethodTest] = []
+    for dataset, method, propensity in rows:
+        summary = summaries.get(method)
+        if method == baseline or base is None or summary is None:
+            continue
+        other = baseline_propensity(propensity)
+        for with_at in (False, True):
+            for metric in metrics:
+                mine = summary.cell(dataset, propensity, with_at, metric)
+                theirs = base.cell(dataset, other, with_at, metric)
+                if mine is None or theirs is None:
+                    continue
+                p = compare_paired(dict(zip(theirs.seeds, theirs.values)),
+                                   dict(zip(mine.seeds, mine.values)), metric)
+                if p is not None:
+                    tests.append(MethodTest(dataset, method, propensity, other, with_at, metric,
+                                            p.n, p.mean_a, p.mean_b, p.mean_diff, p.b_better,
+                                            p.t_stat, p.t_p, p.w_stat, p.w_p, p.dropped))
+    return with_holm(tests)

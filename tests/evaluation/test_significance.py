@@ -4,7 +4,8 @@ import pytest
 from scipy import stats
 from synthetic_records import make_record, write_records
 
-from atrec.evaluation.significance import holm, paired_test, significance_table
+from atrec.evaluation.significance import (compare_paired, holm, method_tests, paired_test,
+                                          significance_table)
 from atrec.evaluation.summary import load_summary, summarize
 
 
@@ -99,3 +100,33 @@ def test_markers_in_rows(table):
     assert row.as_row()["sig (t)"] == "*" and row.as_row()["sig (Wilcoxon)"] == ""
     machine = row.as_row(machine=True)
     assert machine["significant (t)"] is True and machine["significant (Wilcoxon)"] is False
+
+
+def test_compare_paired_names_the_seeds_only_one_side_has():
+    a, b = {0: 1.0, 1: 1.1, 2: 1.3, 5: 9.0}, {0: 0.9, 1: 1.05, 2: 1.1, 3: 0.1}
+    p = compare_paired(a, b, "mse")
+    assert p.n == 3 and p.dropped == (3, 5) and p.b_better is True
+    assert p.mean_a == pytest.approx((1.0 + 1.1 + 1.3) / 3)  # seed 5 left out
+    assert p.t_p == pytest.approx(stats.ttest_rel([0.9, 1.05, 1.1], [1.0, 1.1, 1.3]).pvalue)
+
+
+def test_method_tests_compare_with_the_baseline_at_the_same_propensity():
+    def recs(method, propensity, values):
+        out = [make_record("coat", propensity, False, s, {"mae": v}) for s, v in values.items()]
+        for r in out:
+            r["method"] = method
+        return out
+
+    mf = {0: 1.0, 1: 1.1, 2: 1.2}
+    records = (recs("mf-ips", "item", mf) + recs("mf-ips", "uniform", {0: 2.0, 1: 2.0, 2: 2.1})
+               + recs("other", "item", {0: 0.9, 1: 1.05, 2: 1.0})
+               + recs("plain", "none", {0: 1.8, 1: 1.9, 2: 2.0}))
+    summaries = {m: summarize(records, expected_seeds=3, method=m)
+                 for m in ("mf-ips", "other", "plain")}
+    rows = [("coat", "mf-ips", "item"), ("coat", "other", "item"), ("coat", "plain", "none")]
+    tests = method_tests(summaries, rows, metrics=("mae",))
+    assert [(t.method, t.baseline_propensity, t.with_at) for t in tests] == [
+        ("other", "item", False), ("plain", "uniform", False)]
+    assert tests[0].mean_diff == pytest.approx(-0.35 / 3) and tests[0].method_better is True
+    assert tests[1].mean_diff == pytest.approx(-0.4 / 3) and tests[1].method_better is True
+    assert [t.t_p_holm for t in tests] == pytest.approx(holm([t.t_p for t in tests]))

@@ -1,0 +1,108 @@
+"""What the report's tables share: labels, digits, number text, marks, headings, JSON safety.
+
+Table 1 (:mod:`.table1`), the claims (:mod:`.claims`), the report (:mod:`.report`) and the
+benchmark table (:mod:`.benchmark`) write datasets, metrics and marked cells the same way
+through these helpers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from atrec.errors import AtrecError
+from atrec.evaluation.summary import LOWER_IS_BETTER
+from atrec.propensity.registry import propensity_label
+
+NDCG_CHOICES = ("paper", "standard", "both")
+DATASET_LABELS = {"yahoo": "Yahoo! R3", "coat": "Coat"}
+METRIC_LABELS = {"mae": "MAE", "mse": "MSE", "ndcg3_paper": "nDCG@3",
+                 "ndcg3_standard": "nDCG@3 (standard)"}
+DIGITS = {"mae": 3, "mse": 3, "ndcg3_paper": 4, "ndcg3_standard": 4}
+
+
+def dataset_label(dataset: str) -> str:
+    """``Yahoo! R3`` for ``yahoo``; a dataset without a label keeps its name."""
+    return DATASET_LABELS.get(dataset, dataset)
+
+
+def config_label(dataset: str, propensity: str, with_at: bool | None = None) -> str:
+    """``Coat item with AT``: one configuration in words."""
+    at = "" if with_at is None else (" with AT" if with_at else " without AT")
+    return f"{dataset_label(dataset)} {propensity_label(propensity)}{at}"
+
+
+def signed(value: float, digits: int) -> str:
+    """``value`` with a sign and ``digits`` decimals, never ``-0.000`` (rounding noise)."""
+    return f"{round(value, digits) + 0.0:+.{digits}f}"
+
+
+def train_hint(dataset: str, propensity: str | None = None, with_at: bool | None = None,
+               method: str | None = None) -> str:
+    """The command that produces missing results."""
+    parts = ["atrec train", f"--dataset {dataset}"]
+    if method is not None:
+        parts.append(f"--method {method}")
+    if propensity is not None:
+        parts.append(f"--propensity {propensity}")
+    if with_at is not None:
+        parts.append("--with-at" if with_at else "--without-at")
+    return " ".join(parts)
+
+
+def ndcg_metrics(ndcg: str) -> tuple[str, ...]:
+    """The nDCG@3 metrics of the ``--ndcg`` choice ``ndcg``."""
+    if ndcg not in NDCG_CHOICES:
+        raise AtrecError(f"unknown nDCG variant '{ndcg}': choose from {', '.join(NDCG_CHOICES)}")
+    return {"paper": ("ndcg3_paper",), "standard": ("ndcg3_standard",),
+            "both": ("ndcg3_paper", "ndcg3_standard")}[ndcg]
+
+
+def metric_label(metric: str, ndcg: str) -> str:
+    """``MAE``, ``nDCG@3``; ``nDCG@3 (paper)`` when both nDCG variants show."""
+    if ndcg == "both" and metric == "ndcg3_paper":
+        return "nDCG@3 (paper)"
+    return METRIC_LABELS[metric]
+
+
+def column_name(metric: str, with_at: bool, ndcg: str) -> str:
+    """``MAE w/o AT``, ``nDCG@3 (paper) w/ AT`` (``(paper)`` only when both variants show)."""
+    return f"{metric_label(metric, ndcg)} {'w/ AT' if with_at else 'w/o AT'}"
+
+
+def better_pair(metric: str, without: float | None, with_at: float | None) -> tuple[bool, bool]:
+    """Which of (without, with AT) is better; neither on a tie or a missing value."""
+    if without is None or with_at is None or without == with_at:
+        return (False, False)
+    at_wins = (with_at < without) == LOWER_IS_BETTER[metric]
+    return (not at_wins, at_wins)
+
+
+def mark(text: str, fmt: str) -> str:
+    """A marked cell: bold in markdown and LaTeX, a trailing ``*`` in table and csv."""
+    if fmt == "markdown":
+        return f"**{text}**"
+    if fmt == "latex":
+        return f"\\textbf{{{text}}}"
+    return f"{text}*"
+
+
+def marker_name(fmt: str) -> str:
+    """How :func:`mark` shows in ``fmt``, for legends."""
+    return {"markdown": "bold", "latex": "bold"}.get(fmt, "*")
+
+
+def heading(title: str, fmt: str) -> str:
+    """A section title in a text format (csv: a comment line)."""
+    return {"table": f"{title}\n{'=' * len(title)}", "markdown": f"## {title}",
+            "latex": f"% {title}", "csv": f"# {title}"}[fmt]
+
+
+def json_safe(value):
+    """``value`` with every non-finite float replaced by ``None`` (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
