@@ -9,6 +9,15 @@ from __future__ import annotations
 from atrec.errors import AtrecError
 
 DATASETS = ("coat", "yahoo", "ml-100k")
+DATASET_LABELS = {"yahoo": "Yahoo! R3", "coat": "Coat", "ml-100k": "MovieLens 100K"}
+# The metrics of every record, their table labels and which way is better.
+METRICS = ("mae", "mse", "ndcg3_paper", "ndcg3_standard")
+METRIC_LABELS = {"mae": "MAE", "mse": "MSE", "ndcg3_paper": "nDCG@3",
+                 "ndcg3_standard": "nDCG@3 (standard)"}
+LOWER_IS_BETTER = {"mae": True, "mse": True, "ndcg3_paper": False, "ndcg3_standard": False}
+PAPER_METRICS = ("mae", "mse", "ndcg3_paper")   # the columns of the paper's Table 1
+# AT's traces per pseudo-labelling step (Figures 3 and 4), in the order the loop writes them.
+TRACE_NAMES = ("pseudo_loss", "discrepancy", "n_pseudo", "val_loss", "test_mse", "test_mae")
 TABLE_DATASETS = ("yahoo", "coat")  # the datasets of Table 1, in the paper's row order
 
 # The default method's configurations keep the keys they had before methods were named.

@@ -83,6 +83,14 @@ def echo_notes(notes, prefix: str = "note") -> None:
 
 
 
+def builtin_propensities() -> list[str]:
+    """The ``--propensity`` values atrec itself registers (plug-ins are loaded only when used,
+    so that ``--help`` imports none of them)."""
+    from atrec.propensity.builtin import BUILT_IN
+
+    return [cls.name for cls in BUILT_IN if cls.selectable]
+
+
 def selection_options(func, params: bool = True):
     """The options shared by ``train``, ``run`` and ``tune`` (``tune`` without ``--params``)."""
     options = [
@@ -91,9 +99,9 @@ def selection_options(func, params: bool = True):
         methods_option(),
         click.option("--propensity", "propensities", multiple=True, default=("all",),
                      show_default=True,
-                     help="uniform, user, item, user-item, nb-uniform, nb-true, any registered "
-                          "estimator ('atrec methods' lists them) or all. A method that uses no "
-                          "propensity runs once."),
+                     help=f"{', '.join(builtin_propensities())}, any plug-in's ('atrec "
+                          f"methods' lists them) or all. A method that uses no propensity runs "
+                          f"once."),
         click.option("--with-at", "with_at", is_flag=True,
                      help="Train the method inside asymmetric tri-training (as A1 and A2)."),
         click.option("--without-at", "without_at", is_flag=True,

@@ -25,8 +25,9 @@ from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors,
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format of every table.")
 @click.option("--std", is_flag=True, help="Add the seed-to-seed sd to each cell (0.873 ± 0.004).")
-@click.option("--ndcg", type=click.Choice(("paper", "standard", "both")), default="paper",
-              show_default=True, help="nDCG@3 variant: the paper's formula, the standard one, or both.")
+@click.option("--ndcg", type=click.Choice(("paper", "standard", "both")), default=None,
+              help="nDCG@3 variant: the paper's formula, the standard one, or both "
+                   "(default: paper for --table paper, both for --table benchmark).")
 @click.option("--compare", type=click.Choice(("paper",)), default=None,
               help="Show the published value and the difference beside each cell.")
 @click.option("--stats", is_flag=True, help="Add the data statistics table.")
@@ -55,14 +56,15 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
         from atrec.reporting.benchmark import benchmark_report
 
         out = benchmark_report(datasets=table_datasets(datasets), params=params, fmt=fmt,
-                               std=std, ndcg=ndcg, expected_seeds=expected_seeds,
+                               std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
                                methods=expand_methods(methods) if methods else None)
         click.echo(out.text)
         echo_notes(out.notices)
         return
     from atrec.reporting.report import report
 
-    out = report(datasets=table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg, compare=compare,
+    out = report(datasets=table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg or "paper",
+                 compare=compare,
                  stats=stats, claims=claims, significance=significance, figures=figures,
                  params=params, expected_seeds=expected_seeds,
                  method=one_method(methods) if methods else "mf-ips")

@@ -54,7 +54,8 @@ from atrec.experiments.params import PUBLISHED
 from atrec.reporting.claims import HOLDS, MISSING, Claim, evaluate_claims
 from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, signed, train_hint
 from atrec.reporting.report import table_summary
-from atrec.reporting.table1 import PAPER_METRICS, paper_table
+from atrec.names import PAPER_METRICS
+from atrec.reporting.table1 import paper_table
 from atrec.evaluation.summary import EXPECTED_SEEDS, Cell
 from atrec.reporting.tables import FORMATS, render
 

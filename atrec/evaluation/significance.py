@@ -28,7 +28,8 @@ from typing import TypeVar
 import numpy as np
 from scipy import stats
 
-from atrec.evaluation.summary import LOWER_IS_BETTER, Summary
+from atrec.evaluation.summary import Summary
+from atrec.names import LOWER_IS_BETTER
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import table1_propensities
 

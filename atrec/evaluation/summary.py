@@ -27,16 +27,13 @@ from scipy import stats
 
 from atrec.errors import AtrecError
 from atrec.methods.registry import base_method
-from atrec.names import DEFAULT_METHOD
+from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TRACE_NAMES  # noqa: F401
 from atrec.names import TABLE_DATASETS
 from atrec.propensity.registry import propensity_order
 from atrec.experiments.params import PUBLISHED, TUNED
 from atrec.experiments.records import iter_records, params_label, record_label
 
-METRICS = ("mae", "mse", "ndcg3_paper", "ndcg3_standard")
-# True when a lower value is better (error metrics), False for ranking metrics.
-LOWER_IS_BETTER = {"mae": True, "mse": True, "ndcg3_paper": False, "ndcg3_standard": False}
-TRACE_KEYS = ("pseudo_loss", "discrepancy", "n_pseudo", "val_loss", "test_mse", "test_mae")
+TRACE_KEYS = TRACE_NAMES   # the AT traces a summary stacks (atrec.names)
 EXPECTED_SEEDS = 20
 
 

@@ -325,7 +325,8 @@ def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome
 def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
     """One summary row per configuration: mean and sd over its seeds of every metric."""
     from atrec.propensity.registry import propensity_label
-    from atrec.evaluation.summary import METRICS, summarize
+    from atrec.evaluation.summary import summarize
+    from atrec.names import METRICS
 
     rows = []
     for outcome in outcomes:

@@ -62,10 +62,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
 from atrec.learners import mf, pseudolabels
+from atrec.names import TRACE_NAMES
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
 from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
 
-TRACE_NAMES = ("pseudo_loss", "discrepancy", "n_pseudo", "val_loss", "test_mse", "test_mae")
 ROLES = ("A1", "A2", "A3")
 
 
@@ -139,6 +139,9 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
     params, m, v, t = state
 
     def adam():
+        if learner.update is not None:
+            return learner.update(params, m, v, t + 1, users, items, labels, weights, lam, lr,
+                                  snips, ctx)
         extra = (ctx,) if learner.takes_context else ()
         _, grads = learner.gradients(params, users, items, labels, weights, lam, snips, *extra)
         return mf.adam(params, m, v, grads, t + 1, lr)

@@ -74,6 +74,13 @@ class Learner:
       are ranked by;
     - ``init(num_users, num_items, dim, seeds) -> tuple`` of float32 NumPy arrays ``[R, ...]``,
       replica ``k`` drawn from ``seeds[k]`` alone (needed to train from scratch);
+    - ``update(params, m, v, t, users, items, labels, weights, lam, lr, snips, ctx)``
+      (optional): the learner's own step, returning ``(params, m, v)``, for methods whose step
+      is a schedule of sub-model updates (an imputation model, then the predictor; an adversary
+      every other block). ``m``, ``v`` are Adam's moments shaped as ``params``; ``t`` is the
+      1-based step count (``[R]`` inside AT, a scalar in a stand-alone fit); ``ctx`` is always
+      given. Without it, a step is ``gradients`` then one Adam step (``atrec.learners.mf.adam``)
+      over the whole tuple. :func:`adam_on` updates a chosen part of the tuple;
     - ``factors(params)`` (optional): ``(user [R, nu, k], item [R, ni, k])`` with
       ``predict(u, i) = user[u] . item[i]``; AT then computes the discrepancy of all pairs by
       one matrix product.
@@ -93,6 +100,7 @@ class Learner:
     init: Callable | None = field(default=None, compare=False)
     scores: Callable | None = field(default=None, compare=False)
     takes_context: bool = False
+    update: Callable | None = None
 
 
 def mf_scores(params: tuple, users: np.ndarray, items: np.ndarray) -> np.ndarray:
@@ -110,3 +118,14 @@ def _mf_factors(params: tuple):
 
 
 MF = Learner("mf", mf.predict, mf.gradients, _mf_factors, init=mf.init_params, scores=mf_scores)
+
+
+def adam_on(indices, params: tuple, m: tuple, v: tuple, grads: tuple, t, lr) -> tuple:
+    """One Adam step of the parameters at ``indices`` only (``grads`` holds theirs, in order);
+    the others and their moments are returned unchanged. For ``Learner.update``."""
+    sub = lambda xs: tuple(xs[i] for i in indices)  # noqa: E731
+    new_p, new_m, new_v = mf.adam(sub(params), sub(m), sub(v), tuple(grads), t, lr)
+    params, m, v = list(params), list(m), list(v)
+    for k, i in enumerate(indices):
+        params[i], m[i], v[i] = new_p[k], new_m[k], new_v[k]
+    return tuple(params), tuple(m), tuple(v)

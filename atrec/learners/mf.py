@@ -224,11 +224,16 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         weights = tf.gather(tr_w, pos, batch_dims=1)
         if learner is None:
             _, grads = gradients(unflat(params), users, items, labels, weights, lam, snips)
+            params, m, v = adam(params, m, v, _flat(grads), t + 1, lr)
+        elif learner.update is not None:    # the learner's own schedule of sub-model updates
+            step = learner.update(unflat(params), unflat(m), unflat(v), t + 1, users, items,
+                                  labels, weights, lam, lr, snips, _context(streams, t, cells))
+            params, m, v = (_flat(x) for x in step)
         else:
             extra = (_context(streams, t, cells),) if learner.takes_context else ()
             _, grads = learner.gradients(unflat(params), users, items, labels, weights, lam,
                                          snips, *extra)
-        params, m, v = adam(params, m, v, _flat(grads), t + 1, lr)
+            params, m, v = adam(params, m, v, _flat(grads), t + 1, lr)
         pred = (_predict_rows if learner is None else learner.predict)(unflat(params), va_u, va_i)
         err = pred - va_r
         val = weighted_loss(err * err, va_w, snips)

@@ -10,13 +10,11 @@ from __future__ import annotations
 import math
 
 from atrec.errors import AtrecError
-from atrec.evaluation.summary import LOWER_IS_BETTER
+from atrec.names import LOWER_IS_BETTER
+from atrec.names import DATASET_LABELS, METRIC_LABELS  # noqa: F401  (re-exported to reports)
 from atrec.propensity.registry import propensity_label
 
 NDCG_CHOICES = ("paper", "standard", "both")
-DATASET_LABELS = {"yahoo": "Yahoo! R3", "coat": "Coat"}
-METRIC_LABELS = {"mae": "MAE", "mse": "MSE", "ndcg3_paper": "nDCG@3",
-                 "ndcg3_standard": "nDCG@3 (standard)"}
 DIGITS = {"mae": 3, "mse": 3, "ndcg3_paper": 4, "ndcg3_standard": 4}
 
 

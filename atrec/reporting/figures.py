@@ -23,11 +23,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from atrec.names import DATASET_LABELS
 from atrec.propensity.registry import propensity_label
 from atrec.paths import results_dir
 from atrec.evaluation.summary import Summary
 
-DATASET_LABELS = {"yahoo": "Yahoo! R3", "coat": "Coat", "ml-100k": "MovieLens 100K"}
 FORMATS = ("png", "pdf")
 
 

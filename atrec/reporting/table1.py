@@ -13,7 +13,7 @@ from importlib import resources
 
 from atrec.errors import AtrecError
 from atrec.evaluation.summary import Summary
-from atrec.names import TABLE_DATASETS
+from atrec.names import PAPER_METRICS, TABLE_DATASETS
 from atrec.propensity.registry import propensity_label, table1_propensities
 from atrec.reporting.common import (
     DATASET_LABELS,
@@ -27,7 +27,6 @@ from atrec.reporting.common import (
 )
 from atrec.reporting.tables import FORMATS
 
-PAPER_METRICS = ("mae", "mse", "ndcg3_paper")
 COMPARE_CHOICES = ("paper",)
 
 

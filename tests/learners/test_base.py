@@ -10,7 +10,7 @@ import tensorflow as tf
 from atrec.data.synthetic import SMALL_SIZE, make_synthetic
 from atrec.experiments.runner import stack_inputs
 from atrec.learners import mf
-from atrec.learners.base import MF
+from atrec.learners.base import MF, adam_on
 from atrec.methods.base import FitProblem
 from atrec.methods.learner_method import LearnerMethod
 from atrec.methods.tri_training import fit_with_at
@@ -58,3 +58,52 @@ def test_fit_and_at_hand_the_problem_to_the_learner():
     fit_with_at(spy, problem, params,
                 ATSettings(pre_steps=2, iterations=1, steps_per_iteration=2, batch_size=64))
     assert spy.seen == [problem, problem]
+
+
+def _adam_step(params, m, v, t, users, items, labels, weights, lam, lr, snips, ctx):
+    """``Learner.update`` written out as the default step: MF's gradients, then Adam on all."""
+    _, grads = mf.gradients(params, users, items, labels, weights, lam, snips)
+    return adam_on(range(len(params)), params, m, v, grads, t, lr)
+
+
+def _by_hook(learner):
+    class Hooked(LearnerMethod):
+        name, label = "hooked", "Hooked"
+
+        def learner(self, params, problem=None):
+            return learner
+
+    return Hooked()
+
+
+def test_an_update_hook_that_takes_the_default_step_gives_the_same_run():
+    """The stand-alone loop and AT run a learner's own update where it has one; written as the
+    default step (gradients, then Adam over the tuple) it reproduces the run without it."""
+    data = make_synthetic(**SMALL_SIZE, seed=0).data
+    inp = stack_inputs(data, "item", [0, 1])
+    full = inp.splits[0].test_full
+    problem = FitProblem(data.num_users, data.num_items, (0, 1), inp.train, inp.val, inp.test,
+                         {"user": full.user, "item": full.item, "rating": full.rating},
+                         inp.splits)
+    params = {"dim": 5, "lam": 1e-3, "epsilon": 0.3}
+    plain = dataclasses.replace(MF, name="mf-plain")
+    hooked = dataclasses.replace(MF, name="mf-hooked", update=_adam_step)
+    settings = TrainSettings(steps=20, batch_size=64)
+    at_settings = ATSettings(pre_steps=5, iterations=2, steps_per_iteration=3, batch_size=64)
+    a, b = _by_hook(plain).fit(problem, params, settings), _by_hook(hooked).fit(
+        problem, params, settings)
+    np.testing.assert_allclose(a.selection_trace, b.selection_trace, rtol=1e-6)
+    np.testing.assert_array_equal(a.best_step, b.best_step)
+    a = fit_with_at(_by_hook(plain), problem, params, at_settings)
+    b = fit_with_at(_by_hook(hooked), problem, params, at_settings)
+    np.testing.assert_allclose(a.traces["val_loss"], b.traces["val_loss"], rtol=1e-6)
+    np.testing.assert_array_equal(a.traces["n_pseudo"], b.traces["n_pseudo"])
+
+
+def test_adam_on_moves_only_the_chosen_parameters():
+    params = (tf.ones(3), tf.ones(2), tf.ones(4))
+    zeros = tuple(tf.zeros_like(p) for p in params)
+    new_p, new_m, _ = adam_on([0, 2], params, zeros, zeros, (tf.ones(3), tf.ones(4)), 1, 0.1)
+    assert np.array_equal(new_p[1].numpy(), params[1].numpy())
+    assert np.array_equal(new_m[1].numpy(), zeros[1].numpy())
+    assert (new_p[0].numpy() < 1).all() and (new_p[2].numpy() < 1).all()
