@@ -112,6 +112,20 @@ class Registry:
         raise AtrecError(f"unknown {self.kind} '{name}': choose from {', '.join(self.names())}"
                          f" ('atrec methods' lists them)")
 
+    def expand(self, values, allowed: tuple[str, ...] | None = None) -> list[str]:
+        """Option values (comma-separated, repeated, ``all``) as registered names, from
+        ``allowed`` (default: all). A name that a broken plug-in would have provided gets that
+        plug-in's line (:meth:`entry`); any other unknown name the list of choices."""
+        from atrec.names import expand
+
+        allowed = self.names() if allowed is None else allowed
+        for value in values:
+            for part in str(value).split(","):
+                part = part.strip().lower()
+                if part and part != "all" and part not in allowed and part in self.problems:
+                    self.entry(part)
+        return expand(values, allowed, self.kind)
+
     def get(self, name: str) -> type:
         """The class called ``name`` (see :meth:`entry`)."""
         return self.entry(name).cls

@@ -111,3 +111,59 @@ def test_plugins_register_with_their_package_and_clashes_are_problems(kind, monk
     assert registry.entry("plug-in-one").origin == "atrec-plugin-x"
     assert "already registered by built-in" in registry.problems["clash"]
     assert "'other-pkg'" in registry.problems["clash"]
+
+
+# --- installed plug-ins, end to end -------------------------------------------------------------
+
+def _install_fake_dist(site, dist: str, group: str, name: str, target: str, module: str,
+                       source: str) -> None:
+    """A distribution on ``site`` (a sys.path entry) with one entry point, as pip lays it out."""
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{name} = {target}\n")
+
+
+BROKEN = [
+    ("import-error", "atrec.methods", "raise ImportError('no module named torch')\n",
+     "ImportError: no module named torch"),
+    ("missing-field", "atrec.methods",
+     "from atrec.methods.learner_method import LearnerMethod\n"
+     "class Thing(LearnerMethod):\n    name = 'no-label'\n",
+     "lacks a non-empty 'label'"),
+    ("clash", "atrec.methods",
+     "from atrec.methods.mf_ips import MFIPS\n"
+     "class Thing(MFIPS):\n    label = 'Mine'\n",
+     "'mf-ips' is already registered by built-in"),
+    ("clash", "atrec.propensities",
+     "from atrec.propensity.builtin import Item\n"
+     "class Thing(Item):\n    label = 'Mine'\n",
+     "'item' is already registered by built-in"),
+]
+
+
+@pytest.mark.parametrize("case, group, source, fragment", BROKEN,
+                         ids=[f"{c}-{g.split('.')[1]}" for c, g, _, _ in BROKEN])
+def test_a_broken_installed_plugin_is_one_line_naming_its_package(tmp_path, case, group, source,
+                                                                 fragment):
+    import os
+    import subprocess
+    import sys
+
+    _install_fake_dist(tmp_path, "broken-pkg", group, "thing", "broken_mod:Thing", "broken_mod",
+                       source)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    listed = subprocess.run([sys.executable, "-m", "atrec", "methods"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr          # atrec itself keeps working
+    assert "mf-ips" in listed.stdout and "Traceback" not in listed.stderr
+    warning = [line for line in listed.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "'broken-pkg'" in warning[0] and fragment in warning[0]
+    option = "--method" if group == "atrec.methods" else "--propensity"
+    asked = subprocess.run([sys.executable, "-m", "atrec", "tune", option, "thing",
+                            "--trials", "1"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert asked.returncode == 2 and "Traceback" not in asked.stderr
+    errors = [line for line in asked.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "'broken-pkg'" in errors[0]

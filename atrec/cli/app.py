@@ -62,10 +62,9 @@ def methods_option(default: str | None = "mf-ips", help: str = METHOD_HELP):
 
 def expand_methods(values) -> list[str]:
     """``--method`` values as registered method names (``all`` = every registered one)."""
-    from atrec.methods.registry import method_names
-    from atrec.names import expand
+    from atrec.methods.registry import METHODS
 
-    return expand(values, method_names(), "method")
+    return METHODS.expand(values)
 
 
 def one_method(values) -> str:
@@ -81,6 +80,13 @@ def echo_notes(notes, prefix: str = "note") -> None:
     for note in notes:
         click.echo(f"{prefix}: {note}", err=True)
 
+
+
+def expand_propensities(values) -> list[str]:
+    """``--propensity`` values as selectable registered estimators (``all`` = every one)."""
+    from atrec.propensity.registry import PROPENSITIES, propensity_names
+
+    return PROPENSITIES.expand(values, propensity_names())
 
 
 def builtin_propensities() -> list[str]:

@@ -8,21 +8,21 @@ import sys
 
 import click
 
-from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
-                           run_opts, selection_options, TuneProgress)
+from atrec.cli.app import (FORMATS, TuneProgress, echo_notes, expand_methods,
+                           expand_propensities, friendly_errors, main, run_opts,
+                           selection_options)
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
                    batch_seed, loss, download, **_output):
     from atrec.experiments.runner import TrainRequest, parse_seeds
     from atrec.names import TABLE_DATASETS, expand
-    from atrec.propensity.registry import propensity_names
     from atrec.protocol import AUTHORS_BATCH_SEED
 
     at_options = [False, True] if with_at == without_at else [with_at]
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
-        propensities=expand(propensities, propensity_names(), "propensity"),
+        propensities=expand_propensities(propensities),
         at_options=at_options, seeds=parse_seeds(seeds), params=params, force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
         download=download, methods=expand_methods(methods))
@@ -93,14 +93,13 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     Example: atrec tune --dataset coat --propensity item --with-at --trials 25
     """
     from atrec.names import TABLE_DATASETS, expand
-    from atrec.propensity.registry import propensity_names
     from atrec.experiments.params import tuned_params_path
     from atrec.reporting.tables import render
     from atrec.tuning import TuneRequest, outcome_rows, tune
 
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
-        propensities=tuple(expand(propensities, propensity_names(), "propensity")),
+        propensities=tuple(expand_propensities(propensities)),
         at_options=(False, True) if with_at == without_at else (with_at,),
         trials=trials, storage=storage, study_prefix=study_prefix,
         methods=tuple(expand_methods(methods)))
