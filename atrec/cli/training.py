@@ -10,6 +10,7 @@ import click
 
 from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
                            run_opts, selection_options, TuneProgress)
+from atrec.limits import MAX_TRIALS
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
@@ -71,7 +72,7 @@ def run_command(**options) -> None:
 
 @main.command("tune")
 @functools.partial(selection_options, params=False)
-@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
               help="COMPLETE trials per study, counted over every worker sharing the storage.")
 @click.option("--storage", default=None,
               help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
