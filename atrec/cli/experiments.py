@@ -10,6 +10,7 @@ import click
 from atrec.cli.app import FORMATS, TuneProgress, echo_notes, friendly_errors, main
 from atrec.errors import AtrecError
 from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
+from atrec.paths import require_writable
 
 
 @main.command("variance")
@@ -79,6 +80,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
         seeds=tuple(parse_seeds(seeds)), params="tuned" if tune else params, force=force,
         tune_trials=trials if tune else None, storage=storage, settings=settings,
         at_settings=at_settings, data_draw=data_draw)
+    require_writable("results")
 
     def progress(outcome):
         if not quiet:
@@ -114,6 +116,8 @@ def reproduce_command(tune, seeds, trials, variance) -> None:
     """
     from atrec.experiments.pipeline import reproduce
 
+    require_writable("results")
+    require_writable("data")
     result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo)
     click.echo("\nOutputs:")
     for label, path in result.outputs.items():

@@ -10,6 +10,7 @@ import click
 from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
                            methods_option, one_method, table_datasets)
 from atrec.limits import MAX_SEEDS
+from atrec.paths import require_writable
 
 
 @main.command("report")
@@ -52,6 +53,8 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
+    if figures and table == "paper":
+        require_writable("results")  # checked before the tables are computed, not at the end
     if table == "benchmark":
         from atrec.reporting.benchmark import benchmark_report
 

@@ -31,7 +31,7 @@ from atrec.methods.registry import configurations, get_method, record_method
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import get_estimator
 from atrec.data.ratings import RatingData
-from atrec.experiments.records import (SCHEMA, load_record, params_label, provenance, record_path, save_record,
+from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance, record_path, save_record,
                            variant_suffix)
 from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_SEED, ATSettings, TrainSettings
@@ -234,8 +234,9 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
     todo = []
     for seed in spec.seeds:
         path = record_path(spec.dataset, spec.key, label, seed, root)
-        if path.exists() and not force:
-            outcome.records.append(load_record(path))
+        record = None if force else load_reusable(path)
+        if record is not None:
+            outcome.records.append(record)
             outcome.reused.append(seed)
         else:
             todo.append(seed)
