@@ -281,11 +281,11 @@ def ensure_data(name: str, quiet: bool = False) -> RatingData:
     ``atrec download yahoo``).
     """
     from atrec.data.catalogue import raw_present
-    from atrec.data.download import download, source_env
+    from atrec.data.download import download_from_env
     from atrec.data.preprocess import load_data
 
     if not raw_present(name):
-        download(name, source=os.environ.get(source_env(name)) or None, quiet=quiet)
+        download_from_env(name, quiet=quiet)
     return load_data(name)
 
 
