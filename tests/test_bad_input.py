@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED
+from synthetic_records import make_record
 
 from atrec.cli import main
 from atrec.experiments.records import record_path
-
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
-from synthetic_records import make_record
 
 GOOD_METRICS = {"mae": 0.8, "mse": 1.1, "ndcg3_paper": 0.3, "ndcg3_standard": 0.6,
                 "best_step": 3, "best_val_loss": 1.0}

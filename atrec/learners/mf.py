@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow  # noqa: E402
+from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 

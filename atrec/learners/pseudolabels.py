@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow  # noqa: E402
+from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow  # noqa: E402
+from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 
