@@ -1,10 +1,15 @@
 """atrec: reproduce and benchmark asymmetric tri-training for MNAR explicit feedback.
 
 The library is usable without the command line; ``atrec.cli`` is a thin shell over it.
-Heavy modules (TensorFlow models) are imported lazily by the functions that need them.
+Heavy modules (TensorFlow models) are imported lazily by the functions that need them, and
+TensorFlow's start-up log lines are silenced (:mod:`atrec.tfquiet`).
 """
 
 __version__ = "0.1.0"
+
+from atrec.tfquiet import quiet_defaults  # noqa: E402
+
+quiet_defaults()  # before anything can load TensorFlow: see atrec.tfquiet
 
 from atrec.errors import AtrecError  # noqa: E402
 from atrec.data.ratings import Ratings  # noqa: E402

@@ -39,7 +39,8 @@ def config_key(propensity: str, with_at: bool, method: str = DEFAULT_METHOD) -> 
 def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: str) -> list[str]:
     """Expand option values (each may be comma-separated, or ``all``) into known names.
 
-    Raises :class:`AtrecError` naming the unknown value and listing the allowed ones.
+    Raises :class:`AtrecError` naming the unknown value and listing the allowed ones, or saying
+    that none was given when ``values`` hold only commas and blanks.
     """
     out: list[str] = []
     for value in values:
@@ -56,4 +57,7 @@ def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: 
                     f"unknown {what} '{part}': choose from {', '.join(allowed)} or 'all'"
                 )
             out.extend(n for n in names if n not in out)
+    if values and not out:  # e.g. --propensity "," would otherwise select nothing and exit 0
+        raise AtrecError(f"no {what} given: name one or more of {', '.join(allowed)}, "
+                         f"comma-separated, or 'all'")
     return out

@@ -36,7 +36,33 @@ def friendly_errors(func):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineGroup(click.Group):
+    """A click group whose usage errors are one line too (``error: ... (see 'atrec X --help')``),
+    like library errors, instead of click's three lines of usage, hint and message."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+                exc.show()  # a bare 'atrec' asks for the help text
+            else:
+                where = exc.ctx.command_path if exc.ctx else "atrec"
+                click.echo(f"error: {exc.format_message().rstrip('.')}; see '{where} --help'",
+                           err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="atrec")
 def main() -> None:
     """Reproduce and benchmark asymmetric tri-training (Saito, SIGIR 2020) on MNAR ratings.

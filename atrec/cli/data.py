@@ -24,6 +24,9 @@ def download(name: str, source: str | None, force: bool, quiet: bool) -> None:
     holding the two .txt files). Data folder: ./data or $ATREC_DATA_DIR.
     """
     from atrec.data.download import download_many
+    from atrec.paths import require_writable
+
+    require_writable("data")
 
     for result in download_many(name, source=source, quiet=quiet, force=force):
         if not quiet:
@@ -45,8 +48,10 @@ def preprocess(name: str, fmt: str, quiet: bool) -> None:
     """
     from atrec.data.datastats import data_stats, stats_rows
     from atrec.data.preprocess import preprocess_many
+    from atrec.paths import require_writable
     from atrec.reporting.tables import render
 
+    require_writable("data")
     rows = stats_rows([data_stats(d) for d in preprocess_many(name, quiet=quiet)])
     click.echo(render(rows, fmt))
 

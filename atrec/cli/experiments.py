@@ -9,6 +9,8 @@ import click
 
 from atrec.cli.app import FORMATS, TuneProgress, echo_notes, friendly_errors, main
 from atrec.errors import AtrecError
+from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
+from atrec.paths import require_writable
 
 
 @main.command("variance")
@@ -26,7 +28,7 @@ from atrec.errors import AtrecError
 @click.option("--tune", is_flag=True,
               help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
                    "resumable) and train with the tuned values (implies --params tuned).")
-@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
               help="Trials per study with --tune.")
 @click.option("--storage", default=None,
               help="Optuna storage URL for --tune (default: <results>/optuna.db).")
@@ -35,9 +37,9 @@ from atrec.errors import AtrecError
               help="fixed: one data draw (seed 12345) for all seeds, which vary split and "
                    "initialisation; per-seed: each seed also draws its own test set (slower, "
                    "more memory).")
-@click.option("--steps", type=click.IntRange(min=1), default=None,
+@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=None,
               help="MF-IPS training steps (default: the protocol's 500).")
-@click.option("--pre-steps", type=click.IntRange(min=1), default=None,
+@click.option("--pre-steps", type=click.IntRange(1, MAX_STEPS), default=None,
               help="AT pre-training steps (default: the protocol's 150; ML-100K's training "
                    "part is about 7x Coat's, so 150 batches are about 3 epochs there).")
 @click.option("--figure/--no-figure", default=True, show_default=True,
@@ -78,6 +80,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
         seeds=tuple(parse_seeds(seeds)), params="tuned" if tune else params, force=force,
         tune_trials=trials if tune else None, storage=storage, settings=settings,
         at_settings=at_settings, data_draw=data_draw)
+    require_writable("results")
 
     def progress(outcome):
         if not quiet:
@@ -97,9 +100,9 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
 @main.command("reproduce")
 @click.option("--tune", is_flag=True, help="Tune every configuration first and train with the "
                                            "tuned parameters (default: the authors' published ones).")
-@click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds per configuration (0..N-1).")
-@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
               help="Trials per study with --tune.")
 @click.option("--variance/--no-variance", default=True, show_default=True,
               help="Include the ML-100K variance experiment (Figure 2).")
@@ -113,6 +116,8 @@ def reproduce_command(tune, seeds, trials, variance) -> None:
     """
     from atrec.experiments.pipeline import reproduce
 
+    require_writable("results")
+    require_writable("data")
     result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo)
     click.echo("\nOutputs:")
     for label, path in result.outputs.items():

@@ -9,6 +9,8 @@ import click
 
 from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
                            methods_option, one_method, table_datasets)
+from atrec.limits import MAX_SEEDS
+from atrec.paths import require_writable
 
 
 @main.command("report")
@@ -41,7 +43,7 @@ from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors,
               help="Parameter set of the results: published, tuned, or a parameter FILE; "
                    "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
                    "per-seed (e.g. published+ips).")
-@click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
 @friendly_errors
 def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, claims,
@@ -52,6 +54,8 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
+    if figures and table == "paper":
+        require_writable("results")  # checked before the tables are computed, not at the end
     if table == "benchmark":
         from atrec.reporting.benchmark import benchmark_report
 
@@ -86,7 +90,7 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
                      "(default mf-ips, the paper's).")
 @click.option("--allow-missing", is_flag=True,
               help="Cells and claims without results do not fail the check.")
-@click.option("--expected-seeds", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
 @friendly_errors
 def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds) -> None:

@@ -11,6 +11,8 @@ import click
 from atrec.cli.app import (FORMATS, TuneProgress, echo_notes, expand_methods,
                            expand_propensities, friendly_errors, main, run_opts,
                            selection_options)
+from atrec.limits import MAX_TRIALS
+from atrec.paths import require_writable
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
@@ -53,7 +55,9 @@ def train_command(**options) -> None:
     are skipped (resume); --force recomputes. Example:
     atrec train --dataset coat --propensity item --without-at --seeds 20
     """
-    _train_and_print(_train_request(download=False, **options), options["fmt"], options["quiet"])
+    request = _train_request(download=False, **options)
+    require_writable("results")  # before any training, not when the first record is saved
+    _train_and_print(request, options["fmt"], options["quiet"])
 
 
 @main.command("run")
@@ -66,12 +70,14 @@ def run_command(**options) -> None:
     Local sources come from ATREC_COAT_SOURCE / ATREC_ML_100K_SOURCE / ATREC_YAHOO_SOURCE when
     the data is not there yet. Example: atrec run --dataset coat --propensity item --with-at
     """
-    _train_and_print(_train_request(download=True, **options), options["fmt"], options["quiet"])
+    request = _train_request(download=True, **options)
+    require_writable("results")
+    _train_and_print(request, options["fmt"], options["quiet"])
 
 
 @main.command("tune")
 @functools.partial(selection_options, params=False)
-@click.option("--trials", type=click.IntRange(min=1), default=25, show_default=True,
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
               help="COMPLETE trials per study, counted over every worker sharing the storage.")
 @click.option("--storage", default=None,
               help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
@@ -103,6 +109,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
         at_options=(False, True) if with_at == without_at else (with_at,),
         trials=trials, storage=storage, study_prefix=study_prefix,
         methods=tuple(expand_methods(methods)))
+    require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:
         outcomes = tune(request, progress=bars)

@@ -81,15 +81,43 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
     spec = get_spec(name)
     raw = raw_dir(name)
     if not force and _cached_ok(spec, raw):
+        checked = ""
+        if source is not None:
+            # a bad --source is refused even though it would not be used
+            with tempfile.TemporaryDirectory(prefix="atrec-source-check-") as scratch:
+                _stage_verified(spec, Path(source), Path(scratch), str(source))
+            checked = f"; {source} holds the same verified files"
         return DownloadResult(
             name, raw, tuple(raw / f.name for f in spec.files),
-            f"{name}: a verified copy is already in {raw}; nothing to do "
-            f"(use --force to fetch it again).",
+            f"{name}: a verified copy is already in {raw}{checked}; nothing to do "
+            f"(use --force to install it again).",
             cached=True,
         )
     if source is None and spec.url is None:
         raise DataError(yahoo_instructions())
+    if source is not None and not Path(source).exists():
+        raise DataError(f"source {source} does not exist: give an existing archive, folder or "
+                        f"file")
+    created = [d for d in (data_dir(), data_dir() / name) if not d.exists()]
     parent = _writable_dir(data_dir() / name)
+    try:
+        return _download_into(spec, raw, parent, source, quiet)
+    except BaseException:
+        for folder in reversed(created):  # a failed download leaves no empty folders behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _stage_verified(spec: DatasetSpec, source: Path, staging: Path, origin: str) -> None:
+    """Copy ``spec``'s files from a local ``source`` into ``staging`` and verify each."""
+    stage_from_source(spec, source, staging)
+    for f in spec.files:
+        verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
+
+
+def _download_into(spec: DatasetSpec, raw: Path, parent: Path, source, quiet: bool):
+    name = spec.name
     staging = Path(tempfile.mkdtemp(prefix=".raw-staging-", dir=parent))
     try:
         if source is None:
@@ -98,11 +126,11 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
             _fetch(spec.url, archive, quiet, name)
             stage_from_archive(spec, archive, staging)
             archive.unlink()
+            for f in spec.files:
+                verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
         else:
             origin = str(source)
-            stage_from_source(spec, Path(source), staging)
-        for f in spec.files:
-            verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
+            _stage_verified(spec, Path(source), staging, origin)
         _install(staging, raw)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -113,6 +141,24 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
         f"and stored them in {raw}. {spec.licence} Next: atrec preprocess {name}."
     )
     return DownloadResult(name, raw, files, message, cached=False)
+
+
+def env_source(name: str) -> str | None:
+    """The local copy of ``name`` that ``ATREC_<NAME>_SOURCE`` names, or ``None`` when unset."""
+    return os.environ.get(source_env(name)) or None
+
+
+def download_from_env(name: str, quiet: bool = False) -> DownloadResult:
+    """:func:`download` ``name`` from ``ATREC_<NAME>_SOURCE`` (else the official URL); a failure
+    names the variable and the dataset, since the user typed neither on this command line."""
+    source = env_source(name)
+    try:
+        return download(name, source=source, quiet=quiet)
+    except AtrecError as exc:
+        if source is None:
+            raise
+        raise AtrecError(f"{source_env(name)}={source} (the local copy of {name}): {exc}; fix "
+                         f"or unset {source_env(name)}", exc.exit_code) from None
 
 
 def download_many(name: str, source: str | Path | None = None, quiet: bool = False,

@@ -68,19 +68,26 @@ def tuned_params_path() -> Path:
 
 def _read_yaml(path: Path, what: str) -> dict:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise AtrecError(f"{what} file {path} does not exist: give an existing YAML file") from None
+    except UnicodeDecodeError:
+        raise AtrecError(f"{what} file {path} is not UTF-8 text (binary?): give a YAML file "
+                         f"mapping dataset -> configuration -> parameters") from None
     except OSError as exc:
         raise AtrecError(f"cannot read {what} file {path}: {exc.strerror}") from None
     try:
         doc = yaml.safe_load(text)
+    except RecursionError:
+        raise AtrecError(f"{what} file {path} is nested too deeply: fix or regenerate it") from None
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" (line {line + 1})" if line is not None else ""
         raise AtrecError(f"{what} file {path} is not valid YAML{where}: fix or regenerate it") from None
     if not isinstance(doc, dict):
-        raise AtrecError(f"{what} file {path} must map dataset -> configuration -> parameters")
+        got = "is empty" if doc is None else f"holds a {type(doc).__name__}"
+        raise AtrecError(f"{what} file {path} {got}: it must map dataset -> configuration -> "
+                         f"parameters (see atrec/resources/published_params.yaml)")
     return doc
 
 
@@ -109,14 +116,20 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
     """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table, validated against
     ``method``'s hyperparameters (types, finiteness, ranges); a bad value is one line naming
     the key, the value and the allowed range."""
-    entry = (table.get(dataset) or {}).get(key) if isinstance(table.get(dataset) or {}, dict) \
-        else None
+    section = table.get(dataset)
+    if section is not None and not isinstance(section, dict):
+        raise AtrecError(f"bad parameters for {dataset} in {source_label}: the entry must map "
+                         f"configuration -> parameters, got {section!r:.60}; fix the file")
+    entry = (section or {}).get(key)
     if entry is None:
         raise AtrecError(
             f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune') or "
             f"add it to the parameter file"
         )
     cls = METHODS.get(method)
+    if not isinstance(entry, dict):
+        raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: the entry must "
+                         f"map names to numbers (dim, lam, ...), got {entry!r:.60}; fix the file")
     try:
         return HyperParams.from_values(cls.check_params(entry, with_at=key.endswith("-at")))
     except (TypeError, ValueError) as exc:

@@ -14,7 +14,6 @@ notice. Coat and ML-100K come from ``ATREC_COAT_SOURCE`` / ``ATREC_ML_100K_SOURC
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
               echo: Callable[[str], None] = print) -> PipelineResult:
     """Run every stage; ``echo`` receives one line per stage with its elapsed time."""
     from atrec.data.catalogue import raw_present
-    from atrec.data.download import download, source_env
+    from atrec.data.download import download_from_env, env_source, source_env
 
     result = PipelineResult()
 
@@ -54,12 +53,12 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     def do_download() -> str:
         done = []
         for name in ("coat", "ml-100k", "yahoo"):
-            source = os.environ.get(source_env(name)) or None
+            source = env_source(name)
             if name == "yahoo" and source is None and not raw_present(name):
                 done.append(f"yahoo skipped (set {source_env('yahoo')} to your Webscope copy)")
                 continue
             if not raw_present(name) or source:
-                download(name, source=source, quiet=True)
+                download_from_env(name, quiet=True)
             available.append(name)
             done.append(f"{name} ok")
         return "; ".join(done) + f" (in {data_dir()})"

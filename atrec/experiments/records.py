@@ -115,12 +115,86 @@ def _jsonable(value):
     raise TypeError(f"cannot store {type(value).__name__} in a result record")
 
 
-def load_record(path: Path) -> dict:
-    """Read one record; a corrupt file is reported with what to do."""
+class RecordError(AtrecError):
+    """A result record that cannot be read or breaks the schema; names the file (exit code 3)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"result record {path} is corrupt ({why}): delete it, or rerun 'atrec "
+                         f"train' to recompute it", exit_code=3)
+        self.path, self.why = path, why
+
+
+# The schema of a record: key -> accepted types (``method`` is optional: older records lack it).
+_NUMBER = (int, float)
+RECORD_FIELDS = {
+    "schema": (int,), "dataset": (str,), "propensity": (str,), "with_at": (bool,),
+    "seed": (int,), "params": (dict,), "params_source": (str,), "metrics": (dict,),
+    "protocol": (dict,), "provenance": (dict,),
+}
+OPTIONAL_FIELDS = {"method": (str,)}
+# Table 1's metrics must be there; the others (newer) are typed when present.
+REQUIRED_METRICS = ("mae", "mse", "ndcg3_paper")
+OPTIONAL_METRICS = ("ndcg3_standard", "best_step", "best_val_loss")
+
+
+def record_problem(record) -> str | None:
+    """Why ``record`` breaks the schema (a few words naming the key), or ``None`` if it is fine.
+
+    Checked on every read so that a damaged or foreign file is named by its path instead of
+    surfacing later as a ``KeyError`` deep inside a summary.
+    """
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for key, types in [*RECORD_FIELDS.items(), *OPTIONAL_FIELDS.items()]:
+        if key not in record:
+            if key in OPTIONAL_FIELDS:
+                continue
+            return f"lacks '{key}'"
+        value = record[key]
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            return f"'{key}' is {value!r:.40}, not a {'/'.join(t.__name__ for t in types)}"
+    metrics = record["metrics"]
+    for key in REQUIRED_METRICS + OPTIONAL_METRICS:
+        if key not in metrics:
+            if key in REQUIRED_METRICS:
+                return f"'metrics' lacks '{key}'"
+            continue
+        value = metrics[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, _NUMBER)):
+            return f"metric '{key}' is {value!r:.40}, not a number or null"
+    return None
+
+
+def load_record(path: Path, validate: bool = True) -> dict:
+    """Read one record; an unreadable, non-JSON or (with ``validate``) schema-breaking file
+    raises :class:`RecordError` naming the path and what to do."""
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise AtrecError(f"result record {path} is corrupt: delete it and rerun to recompute it") from None
+        record = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RecordError(path, "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except OSError as exc:
+        raise RecordError(path, f"unreadable: {exc.strerror or type(exc).__name__}") from None
+    problem = record_problem(record) if validate else None
+    if problem:
+        raise RecordError(path, problem)
+    return record
+
+
+def load_reusable(path: Path) -> dict | None:
+    """The record at ``path`` if it exists and is valid; ``None`` when it must be (re)computed.
+
+    A corrupt record is not fatal when training: it is recomputed, and one line on standard
+    error says so (``<path> is corrupt (<why>); recomputing it``).
+    """
+    if not path.exists():
+        return None
+    try:
+        return load_record(path)
+    except RecordError as exc:
+        print(f"{path} is corrupt ({exc.why}); recomputing it", file=sys.stderr)
+        return None
 
 
 def iter_records(root: Path | None = None, dataset: str | None = None) -> Iterator[dict]:

@@ -12,7 +12,6 @@ the authors' fixed seed 12345 unless ``batch_seed=None`` (per-seed streams).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from atrec.errors import AtrecError
+from atrec.limits import MAX_SEED_VALUE, MAX_SEEDS
 from atrec.evaluation.metrics import ndcg_variants
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
@@ -30,7 +30,7 @@ from atrec.methods.registry import configurations, get_method, record_method
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import get_estimator
 from atrec.data.ratings import RatingData
-from atrec.experiments.records import (SCHEMA, load_record, params_label, provenance, record_path, save_record,
+from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance, record_path, save_record,
                            variant_suffix)
 from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_SEED, ATSettings, TrainSettings
@@ -38,20 +38,35 @@ from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_SEED, ATSettings, TrainSet
 
 
 def parse_seeds(spec: str | int) -> list[int]:
-    """``20`` -> seeds 0..19; ``3-7`` -> 3..7; ``0,4,9`` -> those; mixtures of the last two."""
+    """``20`` -> seeds 0..19; ``3-7`` -> 3..7; ``0,4,9`` -> those; mixtures of the last two.
+
+    At most :data:`~atrec.limits.MAX_SEEDS` seeds, each at most
+    :data:`~atrec.limits.MAX_SEED_VALUE`; checked before any list is built, so a huge count is
+    a one-line error rather than a ``MemoryError``.
+    """
     text = str(spec).strip()
+    allowed = (f"give 1..{MAX_SEEDS} seeds as a count (20), a range (0-4) or a list (1,3,5), "
+               f"with seed values 0..{MAX_SEED_VALUE}")
     if re.fullmatch(r"\d+", text):
         n = int(text)
-        if n < 1:
-            raise AtrecError(f"--seeds {text}: give a positive count (e.g. 20), a range 0-4 or a list 1,3")
+        if not 1 <= n <= MAX_SEEDS:
+            raise AtrecError(f"--seeds {text}: {allowed}")
         return list(range(n))
-    seeds: list[int] = []
+    bounds = []
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
-            raise AtrecError(f"--seeds {text}: give a count (20), a range (0-4) or a list (1,3,5)")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            raise AtrecError(f"--seeds {text}: {allowed}")
+        bounds.append((int(m.group(1)), int(m.group(2) or m.group(1))))
+    if max(hi for _, hi in bounds) > MAX_SEED_VALUE:
+        raise AtrecError(f"--seeds {text}: {allowed}")
+    seeds: list[int] = []
+    for lo, hi in bounds:
+        if hi - lo + 1 > MAX_SEEDS:
+            raise AtrecError(f"--seeds {text}: {allowed}")
         seeds.extend(s for s in range(lo, hi + 1) if s not in seeds)
+        if len(seeds) > MAX_SEEDS:
+            raise AtrecError(f"--seeds {text}: {allowed}")
     return seeds
 
 
@@ -218,8 +233,9 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
     todo = []
     for seed in spec.seeds:
         path = record_path(spec.dataset, spec.key, label, seed, root)
-        if path.exists() and not force:
-            outcome.records.append(load_record(path))
+        record = None if force else load_reusable(path)
+        if record is not None:
+            outcome.records.append(record)
             outcome.reused.append(seed)
         else:
             todo.append(seed)
@@ -264,11 +280,11 @@ def ensure_data(name: str, quiet: bool = False) -> RatingData:
     ``atrec download yahoo``).
     """
     from atrec.data.catalogue import raw_present
-    from atrec.data.download import download, source_env
+    from atrec.data.download import download_from_env
     from atrec.data.preprocess import load_data
 
     if not raw_present(name):
-        download(name, source=os.environ.get(source_env(name)) or None, quiet=quiet)
+        download_from_env(name, quiet=quiet)
     return load_data(name)
 
 

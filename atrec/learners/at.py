@@ -58,8 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf
+from atrec.tfquiet import import_tensorflow
+
+tf = import_tensorflow()
 
 from atrec.learners import mf, pseudolabels
 from atrec.names import TRACE_NAMES

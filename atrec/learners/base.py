@@ -14,15 +14,15 @@ replicas share its call, so stacked and lone seeds give the same numbers.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
+from atrec.tfquiet import import_tensorflow
+
+tf = import_tensorflow()
 
 from atrec.learners import mf, rng  # noqa: E402
 

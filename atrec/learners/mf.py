@@ -43,8 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
+from atrec.tfquiet import import_tensorflow
+
+tf = import_tensorflow()
 
 from atrec.learners.layout import STACK_BYTES, default_chunk  # noqa: E402, F401
 from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401

@@ -42,13 +42,13 @@ bisection over per-user counts and a scan of one user's 32-bit words: microsecon
 from __future__ import annotations
 
 import functools
-import os
 from typing import NamedTuple
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf
+from atrec.tfquiet import import_tensorflow
+
+tf = import_tensorflow()
 
 from atrec.learners import rng
 

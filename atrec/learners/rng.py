@@ -22,12 +22,12 @@ slots then get equal pairs without any bookkeeping).
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf
+from atrec.tfquiet import import_tensorflow
+
+tf = import_tensorflow()
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)

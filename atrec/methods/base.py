@@ -35,7 +35,8 @@ class Hyperparameter:
 
     ``kind`` is ``int`` (a grid ``low, low + step, ..., high``) or ``float`` (``[low, high]``,
     log-uniform when ``log``). ``maximum`` bounds values given in a parameter file (an ``int``
-    grid's default: ``4 * high``, so a hand-written file cannot ask for an absurd table).
+    grid's default: ``4 * high``, so a hand-written file cannot ask for an absurd table);
+    ``positive`` makes 0 invalid for a ``float`` (whose file range is otherwise ``[0, bound]``).
     """
 
     name: str
@@ -46,6 +47,7 @@ class Hyperparameter:
     log: bool = False
     help: str = ""
     maximum: float | None = None
+    positive: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("int", "float"):
@@ -69,22 +71,40 @@ class Hyperparameter:
                                      step=self.step or 1)
         return trial.suggest_float(self.name, self.low, self.high, log=self.log)
 
-    def check(self, value):
-        """``value`` as this hyperparameter's type; ``ValueError`` naming it when out of bounds."""
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ValueError(f"{self.name} must be a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ValueError(f"{self.name} must be finite, got {value!r}")
+    @property
+    def allowed(self) -> str:
+        """The values a parameter file may give, in words (``an integer in 1..1024``)."""
         if self.kind == "int":
-            if int(value) != value or not 1 <= value <= self.bound:
-                raise ValueError(f"{self.name} must be an integer in 1..{int(self.bound)}, "
-                                 f"got {value!r}")
-            return int(value)
-        lowest = 0.0
-        if not lowest <= value <= self.bound:
-            raise ValueError(f"{self.name} must be in [0, {self.bound:g}], got {value!r}")
-        return value
+            return f"an integer in 1..{int(self.bound)}"
+        return f"a number in {'(' if self.positive else '['}0, {self.bound:g}]"
+
+    def check(self, value):
+        """``value`` as this hyperparameter's type; ``ValueError`` naming it, the value and the
+        allowed range when it is not a finite number within bounds.
+
+        A string that reads as a number is taken as one: PyYAML reads ``1e-3`` (no dot) as a
+        string, and a hand-written file should not fail for that.
+        """
+        shown = f"{value!r:.60}"
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                pass
+        if isinstance(number, bool) or not isinstance(number, (int, float, np.integer,
+                                                                 np.floating)):
+            raise ValueError(f"{self.name} must be {self.allowed}, got {shown}")
+        number = float(number)
+        if not math.isfinite(number):
+            raise ValueError(f"{self.name} must be {self.allowed} (finite), got {shown}")
+        if self.kind == "int":
+            if int(number) != number or not 1 <= number <= self.bound:
+                raise ValueError(f"{self.name} must be {self.allowed}, got {shown}")
+            return int(number)
+        if not (0 < number if self.positive else 0 <= number) or number > self.bound:
+            raise ValueError(f"{self.name} must be {self.allowed}, got {shown}")
+        return number
 
     def describe(self) -> str:
         """The search space in words: ``int 5..50 step 5`` or ``float [1e-06, 1] log``."""
@@ -100,7 +120,7 @@ class Hyperparameter:
 DIM = Hyperparameter("dim", "int", 5, 50, step=5, help="embedding size", maximum=1024)
 LAM = Hyperparameter("lam", "float", 1e-6, 1.0, log=True, maximum=1e6,
                      help="L2 weight over the whole tables")
-EPSILON = Hyperparameter("epsilon", "float", 1e-3, 1.0, log=True, maximum=5.0,
+EPSILON = Hyperparameter("epsilon", "float", 1e-3, 1.0, log=True, maximum=5.0, positive=True,
                          help="AT: largest |A1 - A2| of a pseudo-label")
 
 
@@ -215,7 +235,8 @@ class Method:
         out = {}
         for h in wanted:
             if h.name not in values:
-                raise ValueError(f"lacks '{h.name}'")
+                why = " (AT needs it)" if h is EPSILON else ""
+                raise ValueError(f"lacks '{h.name}'{why}: give {h.allowed}")
             out[h.name] = h.check(values[h.name])
         return out
 

@@ -214,7 +214,7 @@ BAD_SOURCES = [
     (_src_symlink_zip, DataError, "link member"),
     (_src_not_an_archive, DataError, "cannot read archive"),
     (_src_unknown_name, AtrecError, "unknown dataset 'netflix': choose from coat"),
-    (_src_unwritable_data_folder, AtrecError, "cannot write to the data folder .*ATREC_DATA_DIR"),
+    (_src_unwritable_data_folder, AtrecError, "data folder .*ATREC_DATA_DIR"),
 ]
 
 

@@ -12,6 +12,7 @@ import yaml
 
 from atrec.data.ml100k import MIN_ITEMS_GRID
 from atrec.errors import AtrecError
+from atrec.limits import MAX_MIN_ITEMS
 from atrec.experiments.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
 from atrec.names import config_key
 from atrec.propensity.builtin import DataItem
@@ -41,9 +42,10 @@ def parse_min_items(spec: str | Sequence[int]) -> tuple[int, ...]:
     if text == "all":
         return MIN_ITEMS_GRID
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(re.fullmatch(r"\d+", p) and int(p) >= 1 for p in parts):
-        raise AtrecError(f"--min-items {spec}: give positive integers, comma-separated "
-                         f"(e.g. 1,2,5,10,20,50), or 'all'")
+    if not parts or not all(re.fullmatch(r"\d+", p) and 1 <= int(p) <= MAX_MIN_ITEMS
+                            for p in parts):
+        raise AtrecError(f"--min-items {spec}: give integers in 1..{MAX_MIN_ITEMS}, "
+                         f"comma-separated (e.g. 1,2,5,10,20,50), or 'all'")
     return tuple(sorted({int(p) for p in parts}))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
-from atrec.experiments.records import load_record, params_label, record_path
+from atrec.experiments.records import RecordError, load_record, params_label, record_path
 from atrec.experiments.runner import ConfigOutcome, RunSpec, ensure_data, run_config
 from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
 from atrec.experiments.variance.request import (DATASET, DEFAULT, FIGURE_NAME, PROPENSITY,
@@ -125,7 +125,10 @@ def check_reusable(request: VarianceRequest, label: str, root: Path | None = Non
                                    seed, root)
                 if not path.exists():
                     continue
-                record = load_record(path)
+                try:
+                    record = load_record(path)
+                except RecordError:
+                    continue  # corrupt: run_config recomputes it and says so
                 data_seed = record.get("experiment", {}).get("data_seed")
                 if data_seed != request.data_seed(seed):
                     raise AtrecError(f"{path} was trained on the data draw of seed {data_seed}, "

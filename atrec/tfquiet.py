@@ -1,0 +1,91 @@
+"""TensorFlow without its start-up chatter, and with its numbers untouched.
+
+TensorFlow 2.21 prints, on import, absl's ``WARNING: All log messages before
+absl::InitializeLog() is called are written to STDERR`` and an ``I...] port.cc:153] oneDNN custom
+operations are on ...`` line (twice: two of its libraries log it). Both come from C++ absl
+logging before anything initialises it, so ``TF_CPP_MIN_LOG_LEVEL`` (read later) does not stop
+them, and absl's C++ log has no environment switch. atrec therefore:
+
+- sets the documented switches before TensorFlow loads, without overriding a value the user
+  set: ``TF_CPP_MIN_LOG_LEVEL=3`` (:func:`quiet_defaults`, called by ``atrec/__init__.py``) and
+  the Python ``absl`` logger's verbosity (errors only);
+- imports TensorFlow once through :func:`import_tensorflow`, which holds back the native lines
+  written during the import whose severity is below ``TF_CPP_MIN_LOG_LEVEL`` (0 = info,
+  1 = warning, 2 = error, 3 = fatal only) and passes every other line through. A user who sets
+  ``TF_CPP_MIN_LOG_LEVEL=0`` sees everything.
+
+``TF_ENABLE_ONEDNN_OPTS`` is never touched: it changes the numbers, not just the messages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+
+LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
+QUIET_LOG_LEVEL = "3"
+_ABSL_PREAMBLE = b"WARNING: All log messages before absl::InitializeLog() is called"
+# absl's native line: severity letter, MMDD, time, thread, file:line]
+_ABSL_LINE = re.compile(rb"^([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\]]*\] ")
+_SEVERITY = {b"I": 0, b"W": 1, b"E": 2, b"F": 3}
+
+
+def quiet_defaults() -> None:
+    """Set ``TF_CPP_MIN_LOG_LEVEL`` to 3 unless the user set it (cheap: imports nothing)."""
+    os.environ.setdefault(LOG_LEVEL_ENV, QUIET_LOG_LEVEL)
+
+
+def _min_level() -> int:
+    try:
+        return int(os.environ.get(LOG_LEVEL_ENV, "0"))
+    except ValueError:
+        return 0
+
+
+def import_tensorflow():
+    """``import tensorflow`` with the start-up lines below the wanted level held back."""
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    quiet_defaults()
+    level = _min_level()
+    if level >= 3:
+        try:
+            from absl import logging as absl_logging
+
+            absl_logging.set_verbosity(absl_logging.ERROR)
+        except ImportError:
+            pass
+    if level <= 0:
+        import tensorflow
+
+        return tensorflow
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no standard error to filter
+        import tensorflow
+
+        return tensorflow
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured.read().splitlines(keepends=True)
+                    if not _held_back(line, level)]
+            if kept:
+                os.write(2, b"".join(kept))
+    return tensorflow
+
+
+def _held_back(line: bytes, level: int) -> bool:
+    if line.startswith(_ABSL_PREAMBLE):
+        return True
+    match = _ABSL_LINE.match(line)
+    return bool(match) and _SEVERITY[match.group(1)] < level

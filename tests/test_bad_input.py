@@ -1,0 +1,239 @@
+"""Bad input and faults, end to end through the real command line: one table, one row per kind.
+
+Each row runs ``atrec`` (click's CliRunner, with ``ATREC_DATA_DIR`` / ``ATREC_RESULTS_DIR`` set)
+and checks the exit code, a fragment of the one-line message, that no traceback was shown, and
+that nothing changed on disk: the data folder (Coat, installed once per session) and the results
+folder are snapshotted (names, sizes, mtimes) before and after. The one row that may change the
+disk (a corrupt record that ``train`` recomputes) says so and checks what changed instead.
+
+Folders that "cannot be written" are paths at or below a regular file: permission bits do not
+stop root, a file does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SHARED
+from synthetic_records import make_record
+
+from atrec.cli import main
+from atrec.experiments.records import record_path
+
+GOOD_METRICS = {"mae": 0.8, "mse": 1.1, "ndcg3_paper": 0.3, "ndcg3_standard": 0.6,
+                "best_step": 3, "best_val_loss": 1.0}
+
+
+@dataclass
+class Case:
+    """One row: the command line, the environment, files to create first, what must come out.
+
+    In ``args`` and ``env`` values, ``{tmp}`` is a scratch folder, ``{data}`` the data folder
+    (Coat installed) and ``{results}`` the results folder. ``setup(tmp, results)`` writes what the
+    row needs (a parameter file, a record) before the snapshot is taken.
+    """
+
+    id: str
+    args: list[str]
+    code: int
+    fragment: str
+    env: dict = field(default_factory=dict)
+    setup: object = None
+    changes: bool = False
+
+
+def _file(rel: str, content: bytes | str):
+    def setup(tmp: Path, results: Path) -> None:
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return setup
+
+
+def _params(text: str | bytes):
+    return _file("params.yaml", text)
+
+
+def _record(content):
+    """A record file at coat/item/published/seed-00 (``content``: bytes, or a dict as JSON)."""
+    def setup(tmp: Path, results: Path) -> None:
+        path = record_path("coat", "item", "published", 0, results)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(json.dumps(content))
+    return setup
+
+
+def _good_record(**changes) -> dict:
+    record = make_record("coat", "item", False, 0, dict(GOOD_METRICS))
+    for key, value in changes.items():
+        if value is _DELETE:
+            del record[key]
+        else:
+            record[key] = value
+    return record
+
+
+_DELETE = object()
+TRAIN = ["train", "--dataset", "coat", "--propensity", "item", "--seeds", "1", "-q"]
+PFILE = ["--params", "{tmp}/params.yaml"]
+WITHOUT, WITH = ["--without-at"], ["--with-at"]
+
+CASES = [
+    # --- 1. folders that cannot be used ---------------------------------------------------
+    Case("results-is-a-file", TRAIN, 2, "set ATREC_RESULTS_DIR",
+         env={"ATREC_RESULTS_DIR": "{tmp}/afile"}, setup=_file("afile", "x")),
+    Case("results-under-a-file", TRAIN, 2, "{tmp}/afile is not a folder",
+         env={"ATREC_RESULTS_DIR": "{tmp}/afile/results"}, setup=_file("afile", "x")),
+    Case("report-results-is-a-file", ["report", "--dataset", "coat"], 2, "ATREC_RESULTS_DIR",
+         env={"ATREC_RESULTS_DIR": "{tmp}/afile"}, setup=_file("afile", "x")),
+    Case("tune-results-is-a-file", ["tune", "--propensity", "item", "--trials", "1"], 2,
+         "ATREC_RESULTS_DIR", env={"ATREC_RESULTS_DIR": "{tmp}/afile"},
+         setup=_file("afile", "x")),
+    Case("train-data-is-a-file", TRAIN, 2, "set ATREC_DATA_DIR",
+         env={"ATREC_DATA_DIR": "{tmp}/afile"}, setup=_file("afile", "x")),
+    Case("download-data-under-a-file", ["download", "coat", "--source", str(SHARED / "coat")],
+         2, "ATREC_DATA_DIR", env={"ATREC_DATA_DIR": "{tmp}/afile/data"},
+         setup=_file("afile", "x")),
+    Case("preprocess-data-is-a-file", ["preprocess", "coat"], 2, "ATREC_DATA_DIR",
+         env={"ATREC_DATA_DIR": "{tmp}/afile"}, setup=_file("afile", "x")),
+    # --- 2. corrupt records ---------------------------------------------------------------
+    Case("record-not-utf8", ["report", "--dataset", "coat"], 3, "(not UTF-8 text): delete it",
+         setup=_record(b"\xff\xfe\x00garbage")),
+    Case("record-truncated-json", ["report", "--dataset", "coat"], 3, "not valid JSON",
+         setup=_record(b'{"schema": 1, "data')),
+    Case("record-not-an-object", ["report", "--dataset", "coat"], 3, "not an object",
+         setup=_record([1, 2, 3])),
+    Case("record-lacks-metrics", ["check", "--dataset", "coat"], 3, "lacks 'metrics'",
+         setup=_record(_good_record(metrics=_DELETE))),
+    Case("record-metric-not-a-number", ["report", "--dataset", "coat"], 3,
+         "metric 'mae' is 'high'", setup=_record(_good_record(
+             metrics={**GOOD_METRICS, "mae": "high"}))),
+    Case("record-params-not-a-dict", ["report", "--dataset", "coat"], 3, "'params' is",
+         setup=_record(_good_record(params=[5, 0.1]))),
+    Case("train-recomputes-corrupt-record", TRAIN + WITHOUT, 0,
+         "seed-00.json is corrupt (not UTF-8 text); recomputing it",
+         setup=_record(b"\xff\xfe"), changes=True),
+    # --- 3. parameter files ---------------------------------------------------------------
+    Case("params-top-level-list", TRAIN + WITHOUT + PFILE, 2, "holds a list",
+         setup=_params("- 1\n- 2\n")),
+    Case("params-dataset-not-mapping", TRAIN + WITHOUT + PFILE, 2,
+         "must map configuration -> parameters, got [1, 2]", setup=_params("coat: [1, 2]\n")),
+    Case("params-config-not-mapping", TRAIN + WITHOUT + PFILE, 2,
+         "must map names to numbers (dim, lam, ...), got 5", setup=_params("coat:\n  item: 5\n")),
+    Case("params-dim-1e9", TRAIN + WITHOUT + PFILE, 2,
+         "dim must be an integer in 1..1024, got 1000000000",
+         setup=_params("coat:\n  item: {dim: 1000000000, lam: 0.1}\n")),
+    Case("params-dim-0", TRAIN + WITHOUT + PFILE, 2, "dim must be an integer in 1..1024, got 0",
+         setup=_params("coat:\n  item: {dim: 0, lam: 0.1}\n")),
+    Case("params-dim-2.5", TRAIN + WITHOUT + PFILE, 2, "in 1..1024, got 2.5",
+         setup=_params("coat:\n  item: {dim: 2.5, lam: 0.1}\n")),
+    Case("params-lam-inf", TRAIN + WITHOUT + PFILE, 2,
+         "lam must be a number in [0, 1e+06] (finite), got inf",
+         setup=_params("coat:\n  item: {dim: 5, lam: .inf}\n")),
+    Case("params-lam-nan", TRAIN + WITHOUT + PFILE, 2, "(finite), got nan",
+         setup=_params("coat:\n  item: {dim: 5, lam: .nan}\n")),
+    Case("params-lam-negative", TRAIN + WITHOUT + PFILE, 2,
+         "lam must be a number in [0, 1e+06], got -1",
+         setup=_params("coat:\n  item: {dim: 5, lam: -1}\n")),
+    Case("params-lam-text", TRAIN + WITHOUT + PFILE, 2, "got 'abc'",
+         setup=_params("coat:\n  item: {dim: 5, lam: abc}\n")),
+    Case("params-epsilon-missing", TRAIN + WITH + PFILE, 2,
+         "lacks 'epsilon' (AT needs it): give a number in (0, 5]",
+         setup=_params("coat:\n  item-at: {dim: 5, lam: 0.1}\n")),
+    Case("params-epsilon-0", TRAIN + WITH + PFILE, 2, "epsilon must be a number in (0, 5], got 0",
+         setup=_params("coat:\n  item-at: {dim: 5, lam: 0.1, epsilon: 0}\n")),
+    Case("params-yaml-syntax", TRAIN + WITHOUT + PFILE, 2, "is not valid YAML",
+         setup=_params("coat:\n  item: {dim: 5\n")),
+    Case("params-empty-file", TRAIN + WITHOUT + PFILE, 2, "is empty",
+         setup=_params("")),
+    Case("params-binary-garbage", TRAIN + WITHOUT + PFILE, 2, "is not UTF-8 text",
+         setup=_params(bytes(range(128, 256)) * 3)),
+    Case("params-missing-file", TRAIN + WITHOUT + ["--params", "{tmp}/nope.yaml"], 2,
+         "does not exist"),
+    # --- 4. counts ------------------------------------------------------------------------
+    Case("seeds-huge-count", ["train", "--seeds", "100000000000"], 2, "give 1..1000 seeds"),
+    Case("seeds-huge-range", ["train", "--seeds", "0-99999999999"], 2, "give 1..1000 seeds"),
+    Case("seeds-value-too-big", ["train", "--seeds", "2147483648"], 2,
+         "seed values 0..2147483647"),
+    Case("seeds-not-a-number", ["train", "--seeds", "abc"], 2, "--seeds abc"),
+    Case("trials-too-many", ["tune", "--trials", "100000"], 2, "1<=x<=10000"),
+    Case("expected-seeds-too-many", ["report", "--expected-seeds", "5000"], 2, "1<=x<=1000"),
+    Case("steps-too-many", ["variance", "--steps", "1000000000"], 2, "1<=x<=100000"),
+    Case("pre-steps-zero", ["variance", "--pre-steps", "0"], 2, "1<=x<=100000"),
+    Case("min-items-too-big", ["variance", "--min-items", "5000"], 2, "integers in 1..1000"),
+    Case("reproduce-seeds-too-many", ["reproduce", "--seeds", "5000"], 2, "1<=x<=1000"),
+    # --- 13. small cases ------------------------------------------------------------------
+    Case("source-missing-but-installed", ["download", "coat", "--source", "{tmp}/nope"], 3,
+         "does not exist"),
+    Case("source-invalid-but-installed", ["download", "coat", "--source", "{tmp}/afile"], 3,
+         "is a single file", setup=_file("afile", "x")),
+    Case("propensity-only-comma", TRAIN[:3] + ["--propensity", ","], 2, "no propensity given"),
+    Case("dataset-only-comma", ["train", "--dataset", ","], 2, "no dataset given"),
+    Case("method-only-comma", ["train", "--method", ","], 2, "no method given"),
+    Case("source-env-names-variable", ["run", "--propensity", "item", "--seeds", "1"], 3,
+         "ATREC_COAT_SOURCE={tmp}/nope (the local copy of coat)",
+         env={"ATREC_DATA_DIR": "{tmp}/data", "ATREC_COAT_SOURCE": "{tmp}/nope"}),
+    Case("unknown-propensity", ["train", "--propensity", "itme"], 2, "unknown propensity 'itme'"),
+    Case("unknown-option", ["train", "--bogus"], 2, "No such option"),
+]
+
+
+def _snapshot(folder: Path) -> dict:
+    """Names, sizes and mtimes of everything under ``folder`` (empty when it does not exist)."""
+    if not folder.is_dir():
+        return {"<exists>": folder.exists()}
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            st = path.stat()
+            out[str(path.relative_to(folder))] = (st.st_size if path.is_file() else None,
+                                                  st.st_mtime_ns)
+    out["."] = folder.stat().st_mtime_ns
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, coat_dir, tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    if case.setup:
+        case.setup(scratch, results)
+
+    def fill(text: str) -> str:
+        return text.format(tmp=scratch, data=coat_dir, results=results)
+
+    env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(results),
+           "ATREC_COAT_SOURCE": None}
+    env.update({k: fill(v) for k, v in case.env.items()})
+    folders = [Path(env["ATREC_DATA_DIR"]), Path(env["ATREC_RESULTS_DIR"]), coat_dir, results]
+    before = [_snapshot(f) for f in folders]
+
+    result = CliRunner().invoke(main, [fill(a) for a in case.args], env=env)
+
+    output = result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), output
+    assert "Traceback" not in output
+    assert result.exit_code == case.code, output
+    assert fill(case.fragment) in output, output
+    if case.code:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and errors[0] == result.stderr.strip(), result.stderr
+    after = [_snapshot(f) for f in folders]
+    if not case.changes:
+        assert after == before
+    else:  # the corrupt record was recomputed: valid now, and the data folder untouched
+        from atrec.experiments.records import load_record
+
+        assert after[0] == before[0] and after[2] == before[2]
+        load_record(record_path("coat", "item", "published", 0, results))
