@@ -13,7 +13,7 @@ from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors,
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
-                   batch_seed, loss, download, **_output):
+                   batch_seed, loss, download, **_output_and_scheduler):
     from atrec.experiments.runner import TrainRequest, parse_seeds
     from atrec.names import TABLE_DATASETS, expand
     from atrec.propensity.registry import propensity_names
@@ -28,7 +28,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
         download=download, methods=expand_methods(methods))
 
 
-def _train_and_print(request, fmt: str, quiet: bool) -> None:
+def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
     from atrec.experiments.runner import outcome_rows, train
     from atrec.reporting.tables import render
 
@@ -38,7 +38,7 @@ def _train_and_print(request, fmt: str, quiet: bool) -> None:
             click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
                        f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
 
-    outcomes = train(request, progress=progress)
+    outcomes = train(request, progress=progress, scheduler=scheduler)
     click.echo(render(outcome_rows(outcomes), fmt))
 
 
@@ -50,10 +50,11 @@ def train_command(**options) -> None:
     """Train configurations over seeds and save one result record per run under results/.
 
     Needs the preprocessed data (atrec download/preprocess). Seeds that already have a record
-    are skipped (resume); --force recomputes. Example:
-    atrec train --dataset coat --propensity item --without-at --seeds 20
+    are skipped (resume); --force recomputes. --scheduler spreads the groups of seeds over a
+    Dask cluster. Example: atrec train --dataset coat --propensity item --without-at --seeds 20
     """
-    _train_and_print(_train_request(download=False, **options), options["fmt"], options["quiet"])
+    _train_and_print(_train_request(download=False, **options), options["fmt"], options["quiet"],
+                     options["scheduler"])
 
 
 @main.command("run")
@@ -66,7 +67,8 @@ def run_command(**options) -> None:
     Local sources come from ATREC_COAT_SOURCE / ATREC_ML_100K_SOURCE / ATREC_YAHOO_SOURCE when
     the data is not there yet. Example: atrec run --dataset coat --propensity item --with-at
     """
-    _train_and_print(_train_request(download=True, **options), options["fmt"], options["quiet"])
+    _train_and_print(_train_request(download=True, **options), options["fmt"], options["quiet"],
+                     options["scheduler"])
 
 
 @main.command("tune")
