@@ -138,12 +138,14 @@ def _run_groups(client, scheduler: str, work, progress) -> None:
 
 
 def _result(future, scheduler: str) -> tuple[list[dict], float]:
-    """A task's records; a worker without atrec (or another atrec) said in one line."""
+    """A task's records. A scheduler or worker that cannot load this atrec (Dask unpickles the
+    task on both) is said in one line with what to do; any other error is raised as it is."""
     try:
         return future.result()
-    except (ImportError, AttributeError) as exc:
-        if "atrec" not in str(exc):
+    except (ImportError, AttributeError, RuntimeError) as exc:
+        cause = exc.__cause__ if isinstance(exc, RuntimeError) else exc
+        if not isinstance(cause, (ImportError, AttributeError)) or "atrec" not in str(cause):
             raise
-        raise AtrecError(f"a worker of {scheduler} cannot run atrec's training ({exc}): install "
-                         f"this atrec on every worker machine (pip install -e '.[dask]')") from None
-
+        raise AtrecError(f"the Dask scheduler or a worker at {scheduler} cannot load this atrec "
+                         f"({cause}): install this atrec with pip install -e '.[dask]' on the "
+                         f"scheduler's machine and every worker's") from None
