@@ -1,8 +1,8 @@
 # atrec harness. Two commands set everything up on a fresh machine:
 #   make reproduce   # installs atrec, then downloads, preprocesses, trains, reports, checks
 #   make test        # installs atrec with its test dependencies (the dev extra: pytest, the
-#                    # postgres extra's driver, pgserver) and the example plug-in, then runs
-#                    # the test suite (tests/ and examples/plugin/tests/)
+#                    # postgres extra's driver, pgserver, the dask extra) and the example
+#                    # plug-in, then runs the test suite (tests/ and examples/plugin/tests/)
 PYTHON ?= python3
 ATREC  ?= $(PYTHON) -m atrec
 # Local copies of the public datasets (this workplace has no network). Point these at a file,

@@ -150,6 +150,12 @@ def selection_options(func, params: bool = True):
 
 
 
+SCHEDULER_OPTION = click.option(
+    "--scheduler", default=None, metavar="ADDRESS",
+    help="Train the groups of seeds on a Dask cluster: a scheduler address (tcp://HOST:8786) or "
+         "local:N (N worker processes here). This process writes every record; workers need "
+         "no data or results folder. Needs the dask extra.")
+
 _run_options = [
     click.option("--seeds", default="20", show_default=True,
                  help="How many seeds (20 = seeds 0..19), a range (0-4) or a list (1,3,5)."),
@@ -160,6 +166,7 @@ _run_options = [
                       "per-seed: each seed its own batch stream."),
     click.option("--loss", type=click.Choice(["snips", "ips"]), default="snips", show_default=True,
                  help="snips: the authors' self-normalised IPS mean; ips: the paper's Eq. 3."),
+    SCHEDULER_OPTION,
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
     click.option("--quiet", "-q", is_flag=True, help="No progress lines."),
 ]

@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from atrec.cli.app import FORMATS, TuneProgress, echo_notes, friendly_errors, main
+from atrec.cli.app import (FORMATS, SCHEDULER_OPTION, TuneProgress, echo_notes, friendly_errors,
+                           main)
 from atrec.errors import AtrecError
 from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
 from atrec.paths import require_writable
@@ -106,19 +107,22 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
               help="Trials per study with --tune.")
 @click.option("--variance/--no-variance", default=True, show_default=True,
               help="Include the ML-100K variance experiment (Figure 2).")
+@SCHEDULER_OPTION
 @friendly_errors
-def reproduce_command(tune, seeds, trials, variance) -> None:
+def reproduce_command(tune, seeds, trials, variance, scheduler) -> None:
     """Run everything end to end: download, preprocess, (tune), train, report, check.
 
     Resumable: rerun after an interruption and finished work is reused. Local copies of the data
     come from ATREC_COAT_SOURCE, ATREC_ML_100K_SOURCE and ATREC_YAHOO_SOURCE (Yahoo! R3 is
-    skipped with a notice when absent). Exit code 4 when the check against the paper fails.
+    skipped with a notice when absent). --scheduler trains Table 1 on a Dask cluster. Exit code
+    4 when the check against the paper fails.
     """
     from atrec.experiments.pipeline import reproduce
 
     require_writable("results")
     require_writable("data")
-    result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo)
+    result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo,
+                       scheduler=scheduler)
     click.echo("\nOutputs:")
     for label, path in result.outputs.items():
         click.echo(f"  {label:44s} {path}")

@@ -16,7 +16,7 @@ from atrec.paths import require_writable
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
-                   batch_seed, loss, download, **_output):
+                   batch_seed, loss, download, **_output_and_scheduler):
     from atrec.experiments.runner import TrainRequest, parse_seeds
     from atrec.names import TABLE_DATASETS, expand
     from atrec.protocol import AUTHORS_BATCH_SEED
@@ -30,7 +30,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
         download=download, methods=expand_methods(methods))
 
 
-def _train_and_print(request, fmt: str, quiet: bool) -> None:
+def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
     from atrec.experiments.runner import outcome_rows, train
     from atrec.reporting.tables import render
 
@@ -40,7 +40,7 @@ def _train_and_print(request, fmt: str, quiet: bool) -> None:
             click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
                        f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
 
-    outcomes = train(request, progress=progress)
+    outcomes = train(request, progress=progress, scheduler=scheduler)
     click.echo(render(outcome_rows(outcomes), fmt))
 
 
@@ -52,12 +52,12 @@ def train_command(**options) -> None:
     """Train configurations over seeds and save one result record per run under results/.
 
     Needs the preprocessed data (atrec download/preprocess). Seeds that already have a record
-    are skipped (resume); --force recomputes. Example:
-    atrec train --dataset coat --propensity item --without-at --seeds 20
+    are skipped (resume); --force recomputes. --scheduler spreads the groups of seeds over a
+    Dask cluster. Example: atrec train --dataset coat --propensity item --without-at --seeds 20
     """
     request = _train_request(download=False, **options)
     require_writable("results")  # before any training, not when the first record is saved
-    _train_and_print(request, options["fmt"], options["quiet"])
+    _train_and_print(request, options["fmt"], options["quiet"], options["scheduler"])
 
 
 @main.command("run")
@@ -72,7 +72,7 @@ def run_command(**options) -> None:
     """
     request = _train_request(download=True, **options)
     require_writable("results")
-    _train_and_print(request, options["fmt"], options["quiet"])
+    _train_and_print(request, options["fmt"], options["quiet"], options["scheduler"])
 
 
 @main.command("tune")

@@ -34,8 +34,12 @@ class PipelineResult:
 
 
 def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: bool = True,
-              echo: Callable[[str], None] = print) -> PipelineResult:
-    """Run every stage; ``echo`` receives one line per stage with its elapsed time."""
+              echo: Callable[[str], None] = print, scheduler: str | None = None) -> PipelineResult:
+    """Run every stage; ``echo`` receives one line per stage with its elapsed time.
+
+    ``scheduler`` (a Dask scheduler address or ``local:N``) trains Table 1 on a Dask cluster
+    (:func:`atrec.experiments.runner.train`); the other stages run here.
+    """
     from atrec.data.catalogue import raw_present
     from atrec.data.download import download_from_env, env_source, source_env
 
@@ -89,7 +93,8 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
         from atrec.experiments.runner import TrainRequest, train
 
         outcomes = train(TrainRequest(table_sets, list(table1_propensities()), [False, True],
-                                      list(range(seeds)), params=params))
+                                      list(range(seeds)), params=params),
+                         scheduler=scheduler)
         trained = sum(len(o.trained) for o in outcomes)
         reused = sum(len(o.reused) for o in outcomes)
         return (f"{len(outcomes)} configurations on {', '.join(table_sets)}: {trained} runs "

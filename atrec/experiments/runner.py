@@ -5,6 +5,11 @@ trained together (stacked replicas, see :mod:`atrec.learners.mf`), in groups who
 soon as the group finishes, so an interrupted run loses at most the group in progress and a
 rerun skips every seed that already has a record (``force=True`` recomputes).
 
+Two steps, shared by local runs and runs on a Dask cluster (:mod:`atrec.experiments.distributed`):
+:func:`plan_config` decides which seeds are left and how they are grouped, and
+:func:`compute_group` turns one group into records; whoever computed them, this process saves
+them (:meth:`ConfigPlan.save`).
+
 Seeds: seed ``s`` shuffles the 90/10 train/validation split and initialises the model
 (``model_seed = s``), as in the authors' runs (``tf.set_random_seed(s)``). The batch sampler uses
 the authors' fixed seed 12345 unless ``batch_seed=None`` (per-seed streams).
@@ -15,26 +20,26 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
+from atrec.data.ratings import RatingData
+from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.errors import AtrecError
 from atrec.limits import MAX_SEED_VALUE, MAX_SEEDS
 from atrec.evaluation.metrics import ndcg_variants
+from atrec.experiments.params import HyperParams
+from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance,
+                                       record_path, save_record, variant_suffix)
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
-from atrec.methods.tri_training import fit_with_at
-from atrec.names import config_key
-from atrec.experiments.params import HyperParams
 from atrec.methods.registry import configurations, get_method, record_method
-from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.methods.tri_training import fit_with_at
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.propensity.registry import get_estimator
-from atrec.data.ratings import RatingData
-from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance, record_path, save_record,
-                           variant_suffix)
-from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_SEED, ATSettings, TrainSettings
-
 
 
 def parse_seeds(spec: str | int) -> list[int]:
@@ -222,17 +227,51 @@ class ConfigOutcome:
     seconds: float = 0.0
 
 
-def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
-               on_group=None) -> ConfigOutcome:
-    """Train the seeds of ``spec`` that have no record yet (all with ``force``) and save them.
+@dataclass
+class ConfigPlan:
+    """What is left to do for one configuration: its seeds without a record, in the groups they
+    are trained in, and the outcome so far (the records reused).
 
-    ``on_group(done, total)`` is called after every saved group (for progress bars).
+    The one plan behind both a local run (:func:`run_config`) and a run on a Dask cluster
+    (:mod:`atrec.experiments.distributed`), so both skip the same seeds and group them alike,
+    and hence give the same numbers.
     """
-    label = spec.label
+
+    spec: RunSpec
+    root: Path | None
+    groups: list[tuple[int, ...]]
+    outcome: ConfigOutcome
+
+    @property
+    def todo(self) -> int:
+        """How many seeds are to be trained."""
+        return sum(len(g) for g in self.groups)
+
+    def save(self, seeds: tuple[int, ...], records: list[dict], elapsed: float) -> None:
+        """Write the records of one finished group (atomically) and count them as trained."""
+        self.outcome.seconds += elapsed
+        for seed, record in zip(seeds, records):
+            save_record(record, record_path(self.spec.dataset, self.spec.key, self.spec.label,
+                                            seed, self.root))
+            self.outcome.records.append(record)
+            self.outcome.trained.append(seed)
+
+    def finish(self) -> ConfigOutcome:
+        """The outcome, records in seed order."""
+        self.outcome.records.sort(key=lambda r: r["seed"])
+        return self.outcome
+
+
+def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False) -> ConfigPlan:
+    """Load the records ``spec`` already has (none with ``force``) and group the other seeds.
+
+    Groups follow :func:`group_size` on this machine, whoever trains them: a seed's numbers
+    depend on the seeds stacked with it only through the grouping, which is fixed here.
+    """
     outcome = ConfigOutcome(spec)
     todo = []
     for seed in spec.seeds:
-        path = record_path(spec.dataset, spec.key, label, seed, root)
+        path = record_path(spec.dataset, spec.key, spec.label, seed, root)
         record = None if force else load_reusable(path)
         if record is not None:
             outcome.records.append(record)
@@ -240,21 +279,37 @@ def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
         else:
             todo.append(seed)
     size = group_size(data, spec.params.dim, len(todo)) if todo else 1
-    for lo in range(0, len(todo), size):
-        seeds = todo[lo:lo + size]
-        start = time.perf_counter()
-        inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator)
-        result, settings = _fit(data, spec, seeds, inputs)
-        elapsed = time.perf_counter() - start
-        outcome.seconds += elapsed
-        for seed, record in zip(seeds, _records(data, spec, seeds, inputs, result, settings, elapsed)):
-            save_record(record, record_path(spec.dataset, spec.key, label, seed, root))
-            outcome.records.append(record)
-            outcome.trained.append(seed)
+    groups = [tuple(todo[lo:lo + size]) for lo in range(0, len(todo), size)]
+    return ConfigPlan(spec, root, groups, outcome)
+
+
+def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], float]:
+    """Train one group of seeds; returns their records (plain dicts, nothing saved) and seconds.
+
+    The unit of work: run in this process by :func:`run_config`, on a Dask worker by
+    :mod:`atrec.experiments.distributed`, which sends the records back to be saved.
+    """
+    seeds = list(seeds)
+    start = time.perf_counter()
+    inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator)
+    result, settings = _fit(data, spec, seeds, inputs)
+    elapsed = time.perf_counter() - start
+    return _records(data, spec, seeds, inputs, result, settings, elapsed), elapsed
+
+
+def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
+               on_group=None) -> ConfigOutcome:
+    """Train the seeds of ``spec`` that have no record yet (all with ``force``) and save them.
+
+    ``on_group(done, total)`` is called after every saved group (for progress bars).
+    """
+    plan = plan_config(data, spec, root, force)
+    for seeds in plan.groups:
+        records, elapsed = compute_group(data, spec, seeds)
+        plan.save(seeds, records, elapsed)
         if on_group:
-            on_group(len(outcome.trained), len(todo))
-    outcome.records.sort(key=lambda r: r["seed"])
-    return outcome
+            on_group(len(plan.outcome.trained), plan.todo)
+    return plan.finish()
 
 
 def validation_loss(data: RatingData, propensity: str, with_at: bool, params: HyperParams,
@@ -308,11 +363,11 @@ class TrainRequest:
         return configurations(self.methods, self.propensities, self.at_options)
 
 
-def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome]:
-    """Train every selected configuration; ``progress(outcome)`` after each one."""
+def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData, list[ConfigPlan]]]:
+    """Per dataset of ``request``: the data and the plan of every configuration, in training
+    order. Shared by local and Dask runs (:func:`train`)."""
     from atrec.experiments.params import get_params
 
-    outcomes = []
     configs = request.configurations()
     for dataset in request.datasets:
         # resolve every parameter set first: a bad --params fails before any data is touched
@@ -323,6 +378,7 @@ def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome
             from atrec.data.preprocess import load_data
 
             data = load_data(dataset)
+        plans = []
         for method, propensity, with_at in configs:
             params, source = chosen[(method, propensity, with_at)]
             at_settings = (ATSettings(loss=request.loss, batch_seed=request.batch_seed)
@@ -331,7 +387,28 @@ def train(request: TrainRequest, root=None, progress=None) -> list[ConfigOutcome
                 dataset, propensity, with_at, params, source, tuple(request.seeds),
                 TrainSettings(loss=request.loss, batch_seed=request.batch_seed), at_settings,
                 method=method)
-            outcome = run_config(data, spec, root, force=request.force)
+            plans.append(plan_config(data, spec, root, force=request.force))
+        yield data, plans
+
+
+def train(request: TrainRequest, root=None, progress=None,
+          scheduler: str | None = None) -> list[ConfigOutcome]:
+    """Train every selected configuration; ``progress(outcome)`` after each one.
+
+    ``scheduler``: the address of a Dask scheduler (``tcp://HOST:8786``) or ``local:N`` to train
+    the groups of seeds on a Dask cluster (:mod:`atrec.experiments.distributed`); this process
+    still writes every record. ``None``: train here, one group after another.
+    """
+    if scheduler:
+        from atrec.experiments.distributed import train_on_dask
+
+        return train_on_dask(request, scheduler, root, progress)
+    outcomes = []
+    for data, plans in plan_request(request, root):
+        for plan in plans:
+            for seeds in plan.groups:
+                plan.save(seeds, *compute_group(data, plan.spec, seeds))
+            outcome = plan.finish()
             outcomes.append(outcome)
             if progress:
                 progress(outcome)

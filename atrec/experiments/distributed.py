@@ -1,0 +1,151 @@
+"""Train the run grid on a Dask cluster: ``atrec train/run/reproduce --scheduler ADDRESS``.
+
+The unit of work is one group of seeds of one configuration, exactly as a local run groups them
+(:func:`atrec.experiments.runner.plan_config`, on this machine) and computed by the same function
+(:func:`atrec.experiments.runner.compute_group`, on a worker), so the numbers are those of a local
+run. This process (the client) plans, sends the dataset to the workers once per dataset, and
+writes every record as its group comes back (the same atomic writes as a local run): workers need
+atrec and Dask, but neither the data folder nor the results folder. Seeds that already have a
+record are not sent (resume); a worker that dies mid-task has its task rescheduled by Dask.
+
+``local:N`` starts a :class:`distributed.LocalCluster` of N single-threaded worker processes on
+this machine (listening on 127.0.0.1 only) and closes it at the end.
+
+Dask is an extra (``pip install -e '.[dask]'``): it is imported only when a scheduler is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import uuid
+from typing import Callable, Iterator
+
+from atrec.errors import AtrecError
+from atrec.experiments.records import provenance
+from atrec.experiments.runner import ConfigOutcome, TrainRequest, compute_group, plan_request
+
+CONNECT_TIMEOUT_S = 10   # how long to try reaching a scheduler before saying what to do
+WORKER_WAIT_S = 120      # how long to wait for a first worker to join a scheduler without any
+NEEDS_DASK = "--scheduler needs Dask: pip install -e '.[dask]' in the atrec folder"
+
+
+def _import_distributed():
+    """The ``distributed`` package, or a one-line error naming the extra that provides it."""
+    try:
+        import distributed
+    except ImportError:
+        raise AtrecError(NEEDS_DASK) from None
+    return distributed
+
+
+def parse_local(scheduler: str) -> int | None:
+    """Worker processes of ``local:N`` (``local`` alone: one per CPU); ``None`` for an address."""
+    text = scheduler.strip()
+    if text == "local":
+        return os.cpu_count() or 1
+    m = re.fullmatch(r"local:(\d+)", text)
+    if text.startswith("local") and not (m and int(m.group(1)) > 0):
+        raise AtrecError(f"--scheduler {scheduler}: give local:N with N >= 1 worker processes, "
+                         f"or a scheduler address such as tcp://HOST:8786")
+    return int(m.group(1)) if m else None
+
+
+@contextlib.contextmanager
+def connect(scheduler: str) -> Iterator[object]:
+    """A :class:`distributed.Client` of ``scheduler`` (an address or ``local:N``), closed (and a
+    local cluster shut down) on leaving, also after an error or Ctrl-C."""
+    distributed = _import_distributed()
+    n_local = parse_local(scheduler)
+    with contextlib.ExitStack() as stack:
+        if n_local is not None:
+            # TensorFlow's start-up notices would interleave with the progress lines; Dask's
+            # own warnings about slow worker shutdowns at the end are noise here
+            cluster = stack.enter_context(distributed.LocalCluster(
+                n_workers=n_local, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None, silence_logs=logging.ERROR,
+                env={"TF_CPP_MIN_LOG_LEVEL": "2"}))
+            address = cluster.scheduler_address
+        else:
+            address = scheduler.strip()
+        try:
+            client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, ValueError, TypeError) as exc:
+            raise AtrecError(
+                f"cannot reach a Dask scheduler at {scheduler} ({exc}): start one with "
+                f"'dask scheduler' and workers with 'dask worker tcp://HOST:8786', then pass "
+                f"--scheduler tcp://HOST:8786 (or use --scheduler local:N)") from None
+        stack.enter_context(client)
+        yield client
+
+
+def train_on_dask(request: TrainRequest, scheduler: str, root=None,
+                  progress: Callable[[ConfigOutcome], None] | None = None) -> list[ConfigOutcome]:
+    """:func:`atrec.experiments.runner.train` on a Dask cluster; same arguments and result.
+
+    Every group of every configuration is submitted at once, so all workers stay busy;
+    ``progress(outcome)`` is called when a configuration's last group is saved (at once for a
+    configuration with nothing left to train). Outcomes come back in training order.
+    """
+    _import_distributed()  # before touching data: a missing extra or a bad local:N come first
+    parse_local(scheduler)
+    work = list(plan_request(request, root))
+    plans = [plan for _, plans in work for plan in plans]
+    for plan in plans:
+        if not plan.groups and progress:
+            progress(plan.finish())
+    if any(plan.groups for plan in plans):
+        with connect(scheduler) as client:
+            _run_groups(client, scheduler, work, progress)
+    return [plan.finish() for plan in plans]
+
+
+def _run_groups(client, scheduler: str, work, progress) -> None:
+    """Submit every group left in ``work`` [(data, plans)], save the records as they arrive."""
+    from distributed import as_completed
+
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+    except (TimeoutError, OSError):
+        raise AtrecError(f"no Dask worker joined the scheduler at {scheduler} within "
+                         f"{WORKER_WAIT_S} s: start workers with 'dask worker ADDRESS'") from None
+    command = provenance()["command"]
+    tasks: dict = {}
+    left: dict[int, int] = {}
+    for data, plans in work:
+        if not any(plan.groups for plan in plans):
+            continue
+        remote = client.scatter(data, broadcast=True)  # once per dataset, not once per task
+        for plan in plans:
+            left[id(plan)] = len(plan.groups)
+            for seeds in plan.groups:
+                key = f"atrec-{plan.spec.dataset}-{plan.spec.key}-{seeds[0]}-{uuid.uuid4().hex[:8]}"
+                future = client.submit(compute_group, remote, plan.spec, seeds, key=key,
+                                       pure=False)
+                tasks[future] = (plan, seeds)
+    for future in as_completed(list(tasks), loop=client.loop):
+        plan, seeds = tasks.pop(future)
+        records, elapsed = _result(future, scheduler)
+        for record in records:
+            # the command that asked for the run, not the worker's ``dask worker ...``
+            record["provenance"]["command"] = command
+        plan.save(seeds, records, elapsed)
+        left[id(plan)] -= 1
+        if left[id(plan)] == 0 and progress:
+            progress(plan.finish())
+
+
+def _result(future, scheduler: str) -> tuple[list[dict], float]:
+    """A task's records. A scheduler or worker that cannot load this atrec (Dask unpickles the
+    task on both) is said in one line with what to do; any other error is raised as it is."""
+    try:
+        return future.result()
+    except (ImportError, AttributeError, RuntimeError) as exc:
+        cause = exc.__cause__ if isinstance(exc, RuntimeError) else exc
+        if not isinstance(cause, (ImportError, AttributeError)) or "atrec" not in str(cause):
+            raise
+        raise AtrecError(f"the Dask scheduler or a worker at {scheduler} cannot load this atrec "
+                         f"({cause}): install this atrec with pip install -e '.[dask]' on the "
+                         f"scheduler's machine and every worker's") from None

@@ -1,0 +1,243 @@
+"""The run grid on a real Dask cluster (``--scheduler``): records equal to a local run's bit for
+bit, resume, a worker killed mid-run, and one-line errors.
+
+A LocalCluster of two single-threaded worker processes, listening on 127.0.0.1 only, is shared
+by the module (TensorFlow compiles per process: the workers pay it once) and closed by its
+fixture even when a test fails. Dask comes with the dev extra: these tests never skip.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import distributed
+import pytest
+from click.testing import CliRunner
+
+import atrec
+from atrec.cli import main
+from atrec.errors import AtrecError
+from atrec.experiments.records import iter_records, record_path
+from atrec.experiments.runner import TrainRequest, train
+from atrec.names import config_key
+from atrec.propensity.registry import table1_propensities
+
+from conftest import SHARED
+
+REPO = Path(__file__).resolve().parents[2]
+SEEDS = [0, 1, 2]
+# what a record's numbers are; provenance (command, created, elapsed_s) may differ
+COMPARED = ("metrics", "trace", "val_loss_trace", "params", "protocol", "params_source", "variant")
+
+
+def _request() -> TrainRequest:
+    """Coat, the six propensities without and with AT, MF-IPS, published parameters."""
+    return TrainRequest(["coat"], list(table1_propensities()), [False, True], SEEDS)
+
+
+def _by_run(root: Path) -> dict:
+    """The records under ``root`` by (config key, seed)."""
+    out = {}
+    for record in iter_records(root, "coat"):
+        key = "-".join([record["propensity"]] + (["at"] if record["with_at"] else []))
+        out[(key, record["seed"])] = record
+    return out
+
+
+def _assert_equal_runs(got: dict, want: dict) -> None:
+    assert set(got) == set(want)
+    for run, record in got.items():
+        for field in COMPARED:
+            assert record.get(field) == want[run].get(field), (run, field)
+
+
+@pytest.fixture(scope="module")
+def coat_env(coat_dir):
+    """``ATREC_DATA_DIR`` pointing at the installed Coat copy for the module."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATREC_DATA_DIR", str(coat_dir))
+        yield coat_dir
+
+
+@pytest.fixture(scope="module")
+def local_runs(coat_env, tmp_path_factory) -> dict:
+    """The reference: the whole request trained in this process, as ``atrec train`` does."""
+    root = tmp_path_factory.mktemp("local-runs")
+    start = time.perf_counter()
+    outcomes = train(_request(), root=root)
+    print(f"\nlocal run: {len(outcomes)} configurations x {len(SEEDS)} seeds in "
+          f"{time.perf_counter() - start:.1f} s")
+    runs = _by_run(root)
+    assert len(runs) == 12 * len(SEEDS)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two single-threaded worker processes on 127.0.0.1, closed at the end of the module."""
+    local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     host="127.0.0.1", dashboard_address=None,
+                                     env={"TF_CPP_MIN_LOG_LEVEL": "2"})
+    try:
+        yield local
+    finally:
+        local.close()
+
+
+@pytest.fixture
+def client(cluster):
+    """A second client of the cluster, for looking at its workers (not for training)."""
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=60)
+        yield c
+
+
+def _atrec_file() -> str:
+    import atrec as worker_atrec
+
+    return worker_atrec.__file__
+
+
+def test_two_workers_give_the_local_records_bit_for_bit(cluster, client, local_runs, tmp_path):
+    # the workers must run this checkout's atrec, not another installed one
+    assert set(client.run(_atrec_file).values()) == {atrec.__file__}
+    start = time.perf_counter()
+    outcomes = train(_request(), root=tmp_path, scheduler=cluster.scheduler_address)
+    print(f"\nLocalCluster (2 workers): {time.perf_counter() - start:.1f} s")
+    assert len(outcomes) == 12
+    assert [o.spec.key for o in outcomes] == [config_key(p, at, m)    # in training order
+                                              for m, p, at in _request().configurations()]
+    assert all(o.trained == SEEDS and o.reused == [] for o in outcomes)
+    _assert_equal_runs(_by_run(tmp_path), local_runs)
+    # the client wrote them, with its own command line, not the worker's
+    record = outcomes[0].records[0]
+    assert "dask" not in record["provenance"]["command"]
+
+
+def test_resume_sends_only_the_missing_groups(cluster, client, local_runs, tmp_path):
+    missing = {"item", "user-at", "nb-true-at"}     # whole configurations: groups as in the full run
+    for (key, seed), record in local_runs.items():
+        if key not in missing and (key, seed) != ("user", 1):
+            (path := record_path("coat", key, "published", seed, tmp_path)).parent.mkdir(
+                parents=True, exist_ok=True)
+            path.write_text(json.dumps(record))
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("seed-*.json")}
+    with distributed.get_task_stream(client=client) as stream:
+        outcomes = train(_request(), root=tmp_path, scheduler=cluster.scheduler_address)
+    tasks = [t["key"] for t in stream.data if str(t["key"]).startswith("atrec-")]
+    assert len(tasks) == len(missing) + 1, tasks    # one group each, and seed 1 of user alone
+    trained = {o.spec.key: o.trained for o in outcomes if o.trained}
+    assert trained == {"item": SEEDS, "user-at": SEEDS, "nb-true-at": SEEDS, "user": [1]}
+    assert {p: p.stat().st_mtime_ns for p in before} == before   # reused records untouched
+    got = _by_run(tmp_path)
+    assert len(got) == len(local_runs)
+    _assert_equal_runs({r: got[r] for r in local_runs if r[0] in missing},
+                       {r: v for r, v in local_runs.items() if r[0] in missing})
+
+
+def test_cli_train_with_scheduler_writes_the_records(cluster, local_runs, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    result = CliRunner().invoke(main, ["train", "--propensity", "item", "--without-at",
+                                       "--seeds", "3", "--scheduler", cluster.scheduler_address,
+                                       "--format", "csv", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "coat,mf-ips,item,without,3" in result.output
+    _assert_equal_runs(_by_run(tmp_path), {r: v for r, v in local_runs.items() if r[0] == "item"})
+
+
+def test_a_killed_worker_does_not_stop_the_grid(cluster, client, local_runs, tmp_path):
+    """SIGKILL a busy worker process once the first configuration is saved: Dask reruns its task
+    elsewhere and every record is still written, equal to the local run's."""
+    pids = client.run(os.getpid)
+    killed = {}
+
+    def kill_a_busy_worker(outcome):
+        if killed:
+            return
+        busy = [w for w, keys in client.processing().items() if keys and w in pids]
+        assert busy, "no worker had a task to lose"
+        killed["worker"], killed["pid"] = busy[0], pids[busy[0]]
+        killed["tasks"] = list(client.processing()[busy[0]])
+        os.kill(pids[busy[0]], signal.SIGKILL)
+
+    outcomes = train(_request(), root=tmp_path, scheduler=cluster.scheduler_address,
+                     progress=kill_a_busy_worker)
+    assert killed["tasks"], killed
+    assert all(o.trained == SEEDS for o in outcomes)
+    _assert_equal_runs(_by_run(tmp_path), local_runs)
+    # the process is gone (its nanny starts a fresh one, which the cluster keeps)
+    client.wait_for_workers(2, timeout=60)
+    assert killed["pid"] not in client.run(os.getpid).values()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_nothing_listening_is_a_one_line_error(coat_env, tmp_path):
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    env = dict(os.environ, ATREC_DATA_DIR=str(coat_env), ATREC_RESULTS_DIR=str(tmp_path))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "atrec", "train", "--propensity", "item",
+                           "--without-at", "--seeds", "2", "--scheduler", address],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - start
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"error: cannot reach a Dask scheduler at {address}")
+    assert "dask scheduler" in lines[0] and "dask worker" in lines[0]
+    assert seconds < 40, seconds
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("scheduler", ["local:0", "local:x", "localhost"])
+def test_bad_local_cluster_sizes_are_refused(scheduler):
+    from atrec.experiments.distributed import parse_local
+
+    if scheduler == "localhost":     # an address that happens to start with "local"
+        with pytest.raises(AtrecError, match="local:N"):
+            parse_local(scheduler)
+    else:
+        with pytest.raises(AtrecError, match=f"--scheduler {scheduler}: give local:N"):
+            parse_local(scheduler)
+
+
+def test_reproduce_passes_the_scheduler_to_training(tmp_path, monkeypatch):
+    """``atrec reproduce --scheduler`` reaches the training stage (a bad value fails there)."""
+    monkeypatch.setenv("ATREC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("ATREC_COAT_SOURCE", str(SHARED / "coat"))
+    monkeypatch.setenv("ATREC_ML_100K_SOURCE", str(SHARED / "ml-100k"))
+    monkeypatch.delenv("ATREC_YAHOO_SOURCE", raising=False)
+    result = CliRunner().invoke(main, ["reproduce", "--seeds", "1", "--no-variance",
+                                       "--scheduler", "local:0"])
+    assert result.exit_code == 2, result.output
+    assert "[train" not in result.output and "[preprocess" in result.output
+    assert "error: --scheduler local:0: give local:N" in result.output
+    assert not (tmp_path / "results" / "runs").exists()
+
+
+def test_missing_dask_names_the_extra(coat_env, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)   # as if the extra were not installed
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    result = CliRunner().invoke(main, ["train", "--propensity", "item", "--without-at",
+                                       "--seeds", "1", "--scheduler", "local:2"])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "error: --scheduler needs Dask: pip install -e '.[dask]' in the atrec folder")
+
+
+def test_the_base_install_does_not_import_dask():
+    code = ("import sys, atrec.cli, atrec.experiments.runner, atrec.experiments.distributed; "
+            "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
