@@ -60,7 +60,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
     parameter set used is named on standard error. Example: atrec variance --min-items 1,50
     --seeds 5
     """
-    from atrec.experiments.runner import parse_seeds
+    from atrec.experiments.seeds import parse_seeds
     from atrec.reporting.tables import render
     from atrec.experiments.variance import (
         VarianceRequest,

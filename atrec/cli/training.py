@@ -17,7 +17,8 @@ from atrec.paths import require_writable
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
                    batch_seed, loss, download, **_output_and_scheduler):
-    from atrec.experiments.runner import TrainRequest, parse_seeds
+    from atrec.experiments.seeds import parse_seeds
+    from atrec.experiments.training import TrainRequest
     from atrec.names import TABLE_DATASETS, expand
     from atrec.protocol import AUTHORS_BATCH_SEED
 
@@ -31,7 +32,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
 
 
 def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
-    from atrec.experiments.runner import outcome_rows, train
+    from atrec.experiments.training import outcome_rows, train
     from atrec.reporting.tables import render
 
     def progress(outcome):

@@ -25,7 +25,8 @@ from typing import Callable, Iterator
 
 from atrec.errors import AtrecError
 from atrec.experiments.records import provenance
-from atrec.experiments.runner import ConfigOutcome, TrainRequest, compute_group, plan_request
+from atrec.experiments.runner import ConfigOutcome, compute_group
+from atrec.experiments.training import TrainRequest, plan_request
 
 CONNECT_TIMEOUT_S = 10   # how long to try reaching a scheduler before saying what to do
 WORKER_WAIT_S = 120      # how long to wait for a first worker to join a scheduler without any
@@ -83,7 +84,7 @@ def connect(scheduler: str) -> Iterator[object]:
 
 def train_on_dask(request: TrainRequest, scheduler: str, root=None,
                   progress: Callable[[ConfigOutcome], None] | None = None) -> list[ConfigOutcome]:
-    """:func:`atrec.experiments.runner.train` on a Dask cluster; same arguments and result.
+    """:func:`atrec.experiments.training.train` on a Dask cluster; same arguments and result.
 
     Every group of every configuration is submitted at once, so all workers stay busy;
     ``progress(outcome)`` is called when a configuration's last group is saved (at once for a

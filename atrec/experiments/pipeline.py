@@ -38,7 +38,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     """Run every stage; ``echo`` receives one line per stage with its elapsed time.
 
     ``scheduler`` (a Dask scheduler address or ``local:N``) trains Table 1 on a Dask cluster
-    (:func:`atrec.experiments.runner.train`); the other stages run here.
+    (:func:`atrec.experiments.training.train`); the other stages run here.
     """
     from atrec.data.catalogue import raw_present
     from atrec.data.download import download_from_env, env_source, source_env
@@ -90,7 +90,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
         return f"{len(studies)} studies x {trials} trials; best parameters in {tuning_path()}"
 
     def do_train() -> str:
-        from atrec.experiments.runner import TrainRequest, train
+        from atrec.experiments.training import TrainRequest, train
 
         outcomes = train(TrainRequest(table_sets, list(table1_propensities()), [False, True],
                                       list(range(seeds)), params=params),

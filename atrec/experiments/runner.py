@@ -17,62 +17,25 @@ the authors' fixed seed 12345 unless ``batch_seed=None`` (per-seed streams).
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from atrec.data.ratings import RatingData
 from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
-from atrec.errors import AtrecError
-from atrec.limits import MAX_SEED_VALUE, MAX_SEEDS
 from atrec.evaluation.metrics import ndcg_variants
 from atrec.experiments.params import HyperParams
 from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance,
                                        record_path, save_record, variant_suffix)
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
-from atrec.methods.registry import configurations, get_method, record_method
+from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.propensity.registry import get_estimator
-from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_SEED, ATSettings, TrainSettings
-
-
-def parse_seeds(spec: str | int) -> list[int]:
-    """``20`` -> seeds 0..19; ``3-7`` -> 3..7; ``0,4,9`` -> those; mixtures of the last two.
-
-    At most :data:`~atrec.limits.MAX_SEEDS` seeds, each at most
-    :data:`~atrec.limits.MAX_SEED_VALUE`; checked before any list is built, so a huge count is
-    a one-line error rather than a ``MemoryError``.
-    """
-    text = str(spec).strip()
-    allowed = (f"give 1..{MAX_SEEDS} seeds as a count (20), a range (0-4) or a list (1,3,5), "
-               f"with seed values 0..{MAX_SEED_VALUE}")
-    if re.fullmatch(r"\d+", text):
-        n = int(text)
-        if not 1 <= n <= MAX_SEEDS:
-            raise AtrecError(f"--seeds {text}: {allowed}")
-        return list(range(n))
-    bounds = []
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
-            raise AtrecError(f"--seeds {text}: {allowed}")
-        bounds.append((int(m.group(1)), int(m.group(2) or m.group(1))))
-    if max(hi for _, hi in bounds) > MAX_SEED_VALUE:
-        raise AtrecError(f"--seeds {text}: {allowed}")
-    seeds: list[int] = []
-    for lo, hi in bounds:
-        if hi - lo + 1 > MAX_SEEDS:
-            raise AtrecError(f"--seeds {text}: {allowed}")
-        seeds.extend(s for s in range(lo, hi + 1) if s not in seeds)
-        if len(seeds) > MAX_SEEDS:
-            raise AtrecError(f"--seeds {text}: {allowed}")
-    return seeds
+from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
 
 
 @dataclass(frozen=True)
@@ -325,115 +288,3 @@ def validation_loss(data: RatingData, propensity: str, with_at: bool, params: Hy
     inputs = stack_inputs(data, propensity, [seed], estimator)
     result, _ = _fit(data, spec, [seed], inputs)
     return float(result.best_val_loss[0])
-
-
-def ensure_data(name: str, quiet: bool = False) -> RatingData:
-    """The preprocessed dataset, downloading and preprocessing it first if needed.
-
-    A download takes its source from ``ATREC_<NAME>_SOURCE`` (e.g. ``ATREC_COAT_SOURCE``,
-    ``ATREC_YAHOO_SOURCE``) when set, else the official URL (Yahoo has none: see
-    ``atrec download yahoo``).
-    """
-    from atrec.data.catalogue import raw_present
-    from atrec.data.download import download_from_env
-    from atrec.data.preprocess import load_data
-
-    if not raw_present(name):
-        download_from_env(name, quiet=quiet)
-    return load_data(name)
-
-
-@dataclass
-class TrainRequest:
-    """The selection of ``atrec train`` / ``atrec run`` (names already validated)."""
-
-    datasets: list[str]
-    propensities: list[str]
-    at_options: list[bool]
-    seeds: list[int]
-    params: str = "published"
-    force: bool = False
-    batch_seed: int | None = AUTHORS_BATCH_SEED
-    loss: str = "snips"
-    download: bool = False
-    methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
-
-    def configurations(self) -> list[tuple[str, str, bool]]:
-        """``(method, propensity, with_at)`` in training order (:func:`configurations`)."""
-        return configurations(self.methods, self.propensities, self.at_options)
-
-
-def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData, list[ConfigPlan]]]:
-    """Per dataset of ``request``: the data and the plan of every configuration, in training
-    order. Shared by local and Dask runs (:func:`train`)."""
-    from atrec.experiments.params import get_params
-
-    configs = request.configurations()
-    for dataset in request.datasets:
-        # resolve every parameter set first: a bad --params fails before any data is touched
-        chosen = {c: get_params(request.params, dataset, c[1], c[2], c[0]) for c in configs}
-        if request.download:
-            data = ensure_data(dataset, quiet=True)
-        else:
-            from atrec.data.preprocess import load_data
-
-            data = load_data(dataset)
-        plans = []
-        for method, propensity, with_at in configs:
-            params, source = chosen[(method, propensity, with_at)]
-            at_settings = (ATSettings(loss=request.loss, batch_seed=request.batch_seed)
-                           if with_at else None)
-            spec = RunSpec(
-                dataset, propensity, with_at, params, source, tuple(request.seeds),
-                TrainSettings(loss=request.loss, batch_seed=request.batch_seed), at_settings,
-                method=method)
-            plans.append(plan_config(data, spec, root, force=request.force))
-        yield data, plans
-
-
-def train(request: TrainRequest, root=None, progress=None,
-          scheduler: str | None = None) -> list[ConfigOutcome]:
-    """Train every selected configuration; ``progress(outcome)`` after each one.
-
-    ``scheduler``: the address of a Dask scheduler (``tcp://HOST:8786``) or ``local:N`` to train
-    the groups of seeds on a Dask cluster (:mod:`atrec.experiments.distributed`); this process
-    still writes every record. ``None``: train here, one group after another.
-    """
-    if scheduler:
-        from atrec.experiments.distributed import train_on_dask
-
-        return train_on_dask(request, scheduler, root, progress)
-    outcomes = []
-    for data, plans in plan_request(request, root):
-        for plan in plans:
-            for seeds in plan.groups:
-                plan.save(seeds, *compute_group(data, plan.spec, seeds))
-            outcome = plan.finish()
-            outcomes.append(outcome)
-            if progress:
-                progress(outcome)
-    return outcomes
-
-
-def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
-    """One summary row per configuration: mean and sd over its seeds of every metric."""
-    from atrec.propensity.registry import propensity_label
-    from atrec.evaluation.summary import summarize
-    from atrec.names import METRICS
-
-    rows = []
-    for outcome in outcomes:
-        spec = outcome.spec
-        summary = summarize(outcome.records, params=spec.label,
-                            expected_seeds=len(spec.seeds), method=spec.method)
-        row = {"dataset": spec.dataset, "method": spec.method,
-               "propensity": propensity_label(spec.propensity),
-               "AT": "with" if spec.with_at else "without", "seeds": len(outcome.records)}
-        for metric in METRICS:
-            cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)
-            row[metric] = f"{cell.mean:.4f} ± {cell.sd:.4f}" if cell and cell.n > 1 else (
-                f"{cell.mean:.4f}" if cell else "-")
-        row["trained"] = len(outcome.trained)
-        row["seconds"] = round(outcome.seconds, 2)
-        rows.append(row)
-    return rows

@@ -23,7 +23,7 @@ import atrec
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.records import iter_records, record_path
-from atrec.experiments.runner import TrainRequest, train
+from atrec.experiments.training import TrainRequest, train
 from atrec.names import config_key
 from atrec.propensity.registry import table1_propensities
 

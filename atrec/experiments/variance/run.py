@@ -11,7 +11,8 @@ from pathlib import Path
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
 from atrec.experiments.records import RecordError, load_record, params_label, record_path
-from atrec.experiments.runner import ConfigOutcome, RunSpec, ensure_data, run_config
+from atrec.experiments.runner import ConfigOutcome, RunSpec, run_config
+from atrec.experiments.training import ensure_data
 from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
 from atrec.experiments.variance.request import (DATASET, DEFAULT, FIGURE_NAME, PROPENSITY,
                                                 VarianceRequest, load_variance_params,
@@ -53,7 +54,7 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
     """Train MF-IPS without / with AT for every ``min_items`` and seed; summarise; draw Figure 2.
 
     ``data``: ML-100K as :func:`atrec.data.preprocess.load_data` gives it (all of ``u.data`` as
-    ``train``); default: :func:`atrec.experiments.runner.ensure_data` (downloads and preprocesses when
+    ``train``); default: :func:`atrec.experiments.training.ensure_data` (downloads and preprocesses when
     needed). ``root``: results folder of the records (default ``results/``); ``out_dir``: folder
     of the figure (default ``<root>/figures``). ``progress(outcome)`` is called after each
     (min_items, method) with the outcomes of its seeds merged into one; ``tune_progress`` after
