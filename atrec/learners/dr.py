@@ -220,6 +220,16 @@ def _scatter_to_tuple(params: tuple, parts: dict) -> tuple:
     return tuple(parts[j] if j in parts else tf.zeros_like(p) for j, p in enumerate(params))
 
 
+def _adam_flat(indices, params, m, v, grads, t, lr) -> tuple:
+    """:func:`~atrec.learners.base.adam_on` over ``[R, n]`` views of the arrays: XLA's CPU code
+    for an element-wise pass over ``[R, n, dim]`` depends on ``R`` and ``dim`` (vectorised or
+    not, :func:`atrec.learners.mf._flat`), which moved stacked and lone replicas apart in the
+    last bit; flat, they follow the same code, as in MF-IPS's loop."""
+    flat = lambda xs: tuple(tf.reshape(x, [tf.shape(x)[0], -1]) for x in xs)  # noqa: E731
+    out = adam_on(indices, flat(params), flat(m), flat(v), flat(grads), t, lr)
+    return tuple(tuple(tf.reshape(x, tf.shape(p)) for x, p in zip(xs, params)) for xs in out)
+
+
 @functools.cache
 def step_functions(imputation: str, normalisation: str, weighting: str):
     """``(gradients, update)`` of one choice of options: the same function objects for the same
@@ -242,11 +252,11 @@ def step_functions(imputation: str, normalisation: str, weighting: str):
         ``L_f`` at the updated ``g`` (module doc)."""
         _, gg = imputation_gradients(params, users, items, labels, weights, snips,
                                      imputation, weighting)
-        params, m, v = adam_on(G_IDX, params, m, v, gg, t, lr)
+        params, m, v = _adam_flat(G_IDX, params, m, v, gg, t, lr)
         cu, ci = uniform_cells(ctx, users.shape[1] or tf.shape(users)[1])
         _, gf = prediction_gradients(params, users, items, labels, weights, lam, snips, cu, ci,
                                      imputation, normalisation)
-        return adam_on(F_IDX, params, m, v, gf, t, lr)
+        return _adam_flat(F_IDX, params, m, v, gf, t, lr)
 
     return gradients, update
 
