@@ -31,6 +31,11 @@ Models (BASELINES.md, "DR-JL"): the predictor ``f(u,i) = theta_u . beta_i + b_u 
    ``g`` changes only the loss value.
 
 Both updates are Adam steps (:func:`atrec.learners.base.adam_on`) with the step's count ``t``.
+Option ``blocks = (imp_steps, pred_steps)`` (e.g. 20:20, as in the IJCAI 2022 code): instead of
+both updates at every step, ``imp_steps`` steps update ``g`` only, then ``pred_steps`` steps
+update ``f`` only, by the position of the step counter (``ctx.step``) in its cycle; Adam's bias
+correction still counts every step (``t``). Both updates are computed and one is kept (a step
+costs as much as a joint one), which keeps stacked and lone replicas bit-identical.
 
 Parameters, every array leading with the replica axis ``R``:
 ``(U, V, bu, bi, Ug, Vg, bug, big, bg, lam_imp, c, rho, b)``: ``f``'s tables, ``g``'s tables and
@@ -231,9 +236,12 @@ def _adam_flat(indices, params, m, v, grads, t, lr) -> tuple:
 
 
 @functools.cache
-def step_functions(imputation: str, normalisation: str, weighting: str):
+def step_functions(imputation: str, normalisation: str, weighting: str,
+                   blocks: tuple[int, int] | None = None):
     """``(gradients, update)`` of one choice of options: the same function objects for the same
-    options, so learners built for different problems share compiled loops."""
+    options, so learners built for different problems share compiled loops. ``blocks``
+    ``(imp_steps, pred_steps)``: alternate blocks of imputation-only and prediction-only steps
+    instead (module doc)."""
 
     def gradients(params, users, items, labels, weights, lam, snips, ctx: StepContext):
         """Both losses at the same parameters: ``L_f`` ``[R]`` and a tuple with ``g``'s
@@ -246,29 +254,62 @@ def step_functions(imputation: str, normalisation: str, weighting: str):
                                         cu, ci, imputation, normalisation)
         return loss, _scatter_to_tuple(params, {**dict(zip(G_IDX, gg)), **dict(zip(F_IDX, gf))})
 
-    def update(params, m, v, t, users, items, labels, weights, lam, lr, snips,
-               ctx: StepContext):
-        """One joint-learning step: Adam on ``g`` with ``L_g``, then Adam on ``f`` with
-        ``L_f`` at the updated ``g`` (module doc)."""
+    def impute(params, m, v, t, users, items, labels, weights, snips, lr):
         _, gg = imputation_gradients(params, users, items, labels, weights, snips,
                                      imputation, weighting)
-        params, m, v = _adam_flat(G_IDX, params, m, v, gg, t, lr)
+        return _adam_flat(G_IDX, params, m, v, gg, t, lr)
+
+    def fit_f(params, m, v, t, users, items, labels, weights, lam, snips, lr, ctx):
         cu, ci = uniform_cells(ctx, users.shape[1] or tf.shape(users)[1])
         _, gf = prediction_gradients(params, users, items, labels, weights, lam, snips, cu, ci,
                                      imputation, normalisation)
         return _adam_flat(F_IDX, params, m, v, gf, t, lr)
 
+    def update(params, m, v, t, users, items, labels, weights, lam, lr, snips,
+               ctx: StepContext):
+        """One joint-learning step: Adam on ``g`` with ``L_g``, then Adam on ``f`` with
+        ``L_f`` at the updated ``g`` (module doc); with ``blocks``, only one of the two, by
+        the position of ``ctx.step`` in its block."""
+        def g_step():
+            return impute(params, m, v, t, users, items, labels, weights, snips, lr)
+
+        def f_step(state):
+            return fit_f(*state, t, users, items, labels, weights, lam, snips, lr, ctx)
+
+        if blocks is None:
+            return f_step(g_step())
+        imp_steps, pred_steps = blocks
+        in_imputation = tf.math.floormod(ctx.step, imp_steps + pred_steps) < imp_steps
+        # both updates, then a select: a tf.cond here gave stacked and lone replicas
+        # last-bit differences (XLA compiles the branches differently for different R)
+        g_new, f_new = g_step(), f_step((params, m, v))
+        return tuple(tuple(tf.where(in_imputation, a, b) for a, b in zip(x, y))
+                     for x, y in zip(g_new, f_new))
+
     return gradients, update
+
+
+def check_blocks(blocks) -> tuple[int, int] | None:
+    """``blocks`` as ``(imp_steps, pred_steps)`` of positive ints, or None; else ValueError."""
+    if blocks is None:
+        return None
+    if (not isinstance(blocks, (tuple, list)) or len(blocks) != 2
+            or not all(isinstance(b, int) and b >= 1 for b in blocks)):
+        raise ValueError(f"blocks must be (imp_steps, pred_steps), two positive integers, "
+                         f"got {blocks!r}")
+    return int(blocks[0]), int(blocks[1])
 
 
 def make_learner(imputation: str = "rating", normalisation: str = "self",
                  weighting: str = "ips", lam_imp: float = 1e-3, calibration=None,
-                 density: float = 1.0) -> Learner:
+                 density: float = 1.0, blocks: tuple[int, int] | None = None) -> Learner:
     """The DR-JL learner for these options; ``calibration`` ``[R]`` and ``density`` of the
     problem it trains on (``None``: the learner is for inspection, its ``init`` raises)."""
     check_options(imputation, normalisation, weighting)
-    gradients, update = step_functions(imputation, normalisation, weighting)
-    return Learner(f"dr-jl:{imputation}:{normalisation}:{weighting}", predict, gradients,
+    blocks = check_blocks(blocks)
+    gradients, update = step_functions(imputation, normalisation, weighting, blocks)
+    tag = "" if blocks is None else f":{blocks[0]}-{blocks[1]}"
+    return Learner(f"dr-jl:{imputation}:{normalisation}:{weighting}{tag}", predict, gradients,
                    factors, init=functools.partial(init_params, lam_imp=float(lam_imp),
                                                    calibration=calibration, density=density),
                    scores=scores, takes_context=True, update=update)
