@@ -90,7 +90,10 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
     """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``.
 
     ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``;
-    :data:`~atrec.names.NO_PROPENSITY` (a method that weights nothing) gives weights 1.
+    :data:`~atrec.names.NO_PROPENSITY` (a method that weights nothing) gives weights 1. When the
+    estimator gives a calibration factor for every split
+    (:meth:`~atrec.propensity.base.Propensity.calibration`), ``train["calibration"]`` holds them,
+    float64 ``[R]``; the other columns, and so MF-IPS, do not depend on it.
     """
     if estimator is None:
         estimator = get_estimator("uniform" if propensity == NO_PROPENSITY else propensity)
@@ -104,9 +107,14 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
         return cols
 
     test = splits[0].test
+    train = stack("train", [p.train for p in props])
+    calibrate = getattr(estimator, "calibration", None)
+    factors = [calibrate(sp) for sp in splits] if calibrate else [None]
+    if all(c is not None for c in factors):
+        train["calibration"] = np.asarray(factors, np.float64)
     return Inputs(
         splits=splits,
-        train=stack("train", [p.train for p in props]),
+        train=train,
         val=stack("val", [p.val for p in props]),
         test={"user": test.user.astype(np.int32), "item": test.item.astype(np.int32),
               "rating": test.rating.astype(np.float32)},

@@ -130,6 +130,8 @@ class FitProblem:
 
     ``train`` / ``val``: ``user``, ``item`` (int32), ``rating``, ``weight`` (float32, weight =
     ``1 / P`` of the chosen propensity, 1 for a method that uses none) of shape ``[R, n]``;
+    ``train["calibration"]`` (``[R]``, present when the estimator gives it): the factor ``c`` of
+    the calibrated propensity ``min(1, c * p)`` (:meth:`atrec.propensity.base.Propensity.calibration`);
     ``test``: ``user``, ``item``, ``rating`` ``[n]`` (the 95% MCAR slice, shared);
     ``test_full``: the whole MCAR test set (what nDCG ranks); ``splits``: the ``R`` splits
     themselves (e.g. ``split.test_prior``, the 5% MCAR slice a method that ``uses_mcar`` may

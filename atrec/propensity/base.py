@@ -4,6 +4,13 @@ An estimator maps a :class:`~atrec.data.splits.Split` to the propensities of its
 validation pairs, estimated from the training part only (PROTOCOL.md, "Propensity estimators").
 A new estimator subclasses :class:`Propensity`, sets ``name``, ``label`` and ``description``,
 implements :meth:`Propensity.estimate` and is registered (:mod:`atrec.propensity.registry`).
+
+Estimators are normalised by their maximum (PROTOCOL.md). Methods whose formula needs a
+probability (the DR correction without self-normalisation, MRDR's ``(1 - P) / P^2``) use the
+*calibrated* propensity of BASELINES.md, ``P = min(1, c * p)``, where the factor ``c`` of a
+split is :meth:`Propensity.calibration` (``|O| / sum over all cells of p``, or the naive-Bayes
+form). It is optional: an estimator that cannot say returns ``None``, and a method that needs
+``P`` then refuses it.
 """
 
 from __future__ import annotations
@@ -45,6 +52,16 @@ class Propensity:
     def estimate(self, split: Split) -> PairPropensities:  # pragma: no cover - abstract
         """Propensities of ``split.train`` and ``split.val`` pairs, from ``split.train`` only."""
         raise NotImplementedError
+
+    def calibration(self, split: Split) -> float | None:
+        """The factor ``c`` of the calibrated propensity ``P = min(1, c * p)`` (BASELINES.md,
+        "Propensities: calibrated and max-normalised"), ``p`` what :meth:`estimate` gives.
+
+        ``c = |O| / sum over all users x items of p`` with ``|O| = len(split.train)``, so the
+        mean of ``c * p`` over all cells is the observed density; ``None`` (the default) when
+        the estimator cannot compute that sum. Estimated from ``split.train`` only.
+        """
+        return None
 
 
 def validate_propensity_class(cls: type) -> None:

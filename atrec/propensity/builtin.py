@@ -16,6 +16,13 @@ nb-true    [P(R=r | O=1) / P(R=r)] normalised by its max, P(R=r) from the 5% MCA
 (Saito 2020, Eq. in section 5.1.2; the NB forms follow Schnabel et al. 2016.) ``nb-true`` needs
 MCAR data, so it is not usable in practice; the paper reports it for reference.
 
+Calibration (:meth:`~atrec.propensity.base.Propensity.calibration`, BASELINES.md): the factor
+``c`` of ``P = min(1, c * p)``. For the count estimators ``c = |O| / sum over all cells of p``,
+a sum that factorises: ``|U| |I|`` (uniform), ``|I| sum_u P(u)``, ``|U| sum_i P(i)``,
+``sum_u P(u) sum_i P(i)``. For naive Bayes, ``P(O=1 | r) = P(r | O=1) * rho / P(r)`` with the
+density ``rho = |O| / (|U| |I|)`` and ``P(r)`` uniform (1/5, NB (uniform)) or from the 5% MCAR
+slice (NB (true)); that is again ``p`` times a constant, which is ``c``.
+
 Counts are floored at 1 so that an id or rating value absent from the training part (or from the
 MCAR slice) gets a small, finite propensity instead of a division by zero. On Coat and Yahoo every
 user, item and rating value is present, so the floor never acts there.
@@ -45,12 +52,20 @@ def _ones(split: Split) -> PairPropensities:
                             np.ones(len(split.val), np.float32))
 
 
+def _density(split: Split) -> float:
+    """``rho = |O| / (|U| |I|)`` of the training part."""
+    return len(split.train) / (split.num_users * split.num_items)
+
+
 class Uniform(Propensity):
     name, label, paper_row = "uniform", "uniform", True
     description = "P = 1 for every pair (MF-IPS is then plain MF)"
 
     def estimate(self, split: Split) -> PairPropensities:
         return _ones(split)
+
+    def calibration(self, split: Split) -> float:
+        return _density(split)
 
 
 class _Counts(Propensity):
@@ -59,12 +74,22 @@ class _Counts(Propensity):
     def pair_values(self, p_user: np.ndarray, p_item: np.ndarray, r: Ratings) -> np.ndarray:
         raise NotImplementedError
 
-    def estimate(self, split: Split) -> PairPropensities:
+    def cell_sum(self, p_user: np.ndarray, p_item: np.ndarray) -> float:
+        """``sum over all users x items`` of the pair values."""
+        raise NotImplementedError
+
+    def _tables(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         train = split.train
-        p_user = _relative(np.bincount(train.user, minlength=split.num_users))
-        p_item = _relative(np.bincount(train.item, minlength=split.num_items))
-        return PairPropensities(self.pair_values(p_user, p_item, train).astype(np.float32),
+        return (_relative(np.bincount(train.user, minlength=split.num_users)),
+                _relative(np.bincount(train.item, minlength=split.num_items)))
+
+    def estimate(self, split: Split) -> PairPropensities:
+        p_user, p_item = self._tables(split)
+        return PairPropensities(self.pair_values(p_user, p_item, split.train).astype(np.float32),
                                 self.pair_values(p_user, p_item, split.val).astype(np.float32))
+
+    def calibration(self, split: Split) -> float:
+        return len(split.train) / float(self.cell_sum(*self._tables(split)))
 
 
 class User(_Counts):
@@ -74,6 +99,9 @@ class User(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_user[r.user]
 
+    def cell_sum(self, p_user, p_item):
+        return len(p_item) * p_user.sum()
+
 
 class Item(_Counts):
     name, label, paper_row = "item", "item", True
@@ -82,6 +110,9 @@ class Item(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_item[r.item]
 
+    def cell_sum(self, p_user, p_item):
+        return len(p_user) * p_item.sum()
+
 
 class UserItem(_Counts):
     name, label, paper_row = "user-item", "user-item", True
@@ -89,6 +120,9 @@ class UserItem(_Counts):
 
     def pair_values(self, p_user, p_item, r):
         return p_user[r.user] * p_item[r.item]
+
+    def cell_sum(self, p_user, p_item):
+        return p_user.sum() * p_item.sum()
 
 
 class _PerRating(Propensity):
@@ -113,6 +147,11 @@ class NBUniform(_PerRating):
     def per_rating_value(self, split: Split) -> np.ndarray:
         return _relative(_rating_shares(split.train))
 
+    def calibration(self, split: Split) -> float:
+        # P = (s_r / S) * rho / (1/5) and p = s_r / max s, s the (floored) training counts
+        s = _rating_shares(split.train)
+        return 5.0 * _density(split) * s.max() / s.sum()
+
 
 class NBTrue(_PerRating):
     name, label, paper_row, uses_mcar = "nb-true", "NB (true)", True, True
@@ -121,6 +160,11 @@ class NBTrue(_PerRating):
     def per_rating_value(self, split: Split) -> np.ndarray:
         ratio = _rating_shares(split.train) / _rating_shares(split.test_prior)
         return ratio / ratio.max()
+
+    def calibration(self, split: Split) -> float:
+        # P = (s_r / S) * rho / (q_r / Q) and p = (s_r / q_r) / max(s / q)
+        s, q = _rating_shares(split.train), _rating_shares(split.test_prior)
+        return _density(split) * (s / q).max() * q.sum() / s.sum()
 
 
 class DataItem(Propensity):
@@ -144,6 +188,10 @@ class DataItem(Propensity):
         """``P(i)`` of every pair of ``split.train`` and ``split.val``, float32 ``(n,)``."""
         p = np.asarray(self.item_propensity, dtype=np.float32)
         return PairPropensities(p[split.train.item], p[split.val.item])
+
+    def calibration(self, split: Split) -> float:
+        p = np.asarray(self.item_propensity, dtype=np.float64)
+        return len(split.train) / (split.num_users * p.sum())
 
 
 BUILT_IN = (Uniform, User, Item, UserItem, NBUniform, NBTrue, DataItem)

@@ -18,7 +18,7 @@ from atrec.experiments.records import SCHEMA, load_record, record_path
 from atrec.experiments.runner import RunSpec, run_config, stack_inputs
 from atrec.methods.base import EPSILON, FitProblem, MethodResult
 from atrec.methods.registry import METHODS, get_method, record_method
-from atrec.names import NO_PROPENSITY
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.protocol import ATSettings, TrainSettings
 from atrec.registry import BUILT_IN
 
@@ -169,7 +169,8 @@ def alone(small_mnar):
 # differ by an ulp in 3 and 1 of 18 steps. MAE, MSE, best step and the validation trace agree
 # here; on Coat they do not always (determinism issue: eval_metrics' MAE at R * n >= ~32768).
 # The departures come from the shared training loops, so they apply to every method: strict for
-# atrec's own (a fix must remove them), not strict for plug-ins (whose sizes may not show them).
+# MF-IPS, where they were measured (a fix must remove them), not strict for the other methods,
+# whose numbers may not show them (the DR variants' AT traces agree at some options, not others).
 DETERMINISM = "determinism issue: stacked and lone seeds differ in the last bit ({})"
 KNOWN = {
     ("scores", False): "final parameters at dim 5",
@@ -183,7 +184,7 @@ def _cases(check: str):
     for p in CASES:
         name, with_at = p.values
         reason = KNOWN.get((check, with_at))
-        strict = METHODS.entry(name).origin == BUILT_IN
+        strict = METHODS.entry(name).origin == BUILT_IN and name == DEFAULT_METHOD
         out.append(pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(
             strict=strict, reason=DETERMINISM.format(reason))] if reason else []))
     return out
