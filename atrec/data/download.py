@@ -74,7 +74,8 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
     """Install a verified raw copy of dataset ``name`` in ``data_dir()/NAME/raw``.
 
     ``source``: ``None`` to fetch the official URL, or a local archive (.zip, .tar.gz, .tgz,
-    .tar), a folder, or a single file. Yahoo! R3 needs ``source``. Does nothing when a valid
+    .tar), a folder, or a single file. Side files (features, shipped propensities) are
+    installed and verified when the source holds them. Yahoo! R3 needs ``source``. Does nothing when a valid
     copy is already installed, unless ``force``. Raises :class:`AtrecError` / :class:`DataError`
     with one line for every failure (network, checksum, unsafe archive, unwritable folder).
     """
@@ -82,7 +83,8 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
     raw = raw_dir(name)
     if not force and _cached_ok(spec, raw):
         return DownloadResult(
-            name, raw, tuple(raw / f.name for f in spec.files),
+            name, raw, tuple(raw / f.name for f in (*spec.files, *spec.side)
+                             if (raw / f.name).is_file()),
             f"{name}: a verified copy is already in {raw}; nothing to do "
             f"(use --force to fetch it again).",
             cached=True,
@@ -103,11 +105,14 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
             stage_from_source(spec, Path(source), staging)
         for f in spec.files:
             verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
+        side = [f for f in spec.side if (staging / f.name).is_file()]
+        for f in side:
+            verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
         _install(staging, raw)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    files = tuple(raw / f.name for f in spec.files)
-    names = ", ".join(f.name for f in spec.files)
+    files = tuple(raw / f.name for f in (*spec.files, *side))
+    names = ", ".join(p.name for p in files)
     message = (
         f"{name}: verified {len(files)} file(s) ({names}) from {origin} against their SHA-256 "
         f"and stored them in {raw}. {spec.licence} Next: atrec preprocess {name}."
@@ -129,9 +134,13 @@ def download_many(name: str, source: str | Path | None = None, quiet: bool = Fal
 
 
 def _cached_ok(spec: DatasetSpec, raw: Path) -> bool:
+    """Every rating file verifies, and so does every side file that is installed."""
     try:
         for f in spec.files:
             verify_file(raw / f.name, f)
+        for f in spec.side:
+            if (raw / f.name).exists():
+                verify_file(raw / f.name, f)
     except DataError:
         return False
     return True
