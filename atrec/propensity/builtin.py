@@ -13,7 +13,14 @@ nb-uniform P(R=r | O=1) / max_r P(R=r | O=1)          (naive Bayes, uniform prio
 nb-true    [P(R=r | O=1) / P(R=r)] normalised by its max, P(R=r) from the 5% MCAR slice
 ========== =========================================================================
 
-(Saito 2020, Eq. in section 5.1.2; the NB forms follow Schnabel et al. 2016.) ``nb-true`` needs
+(Saito 2020, Eq. in section 5.1.2; the NB forms follow Schnabel et al. 2016.)
+
+Cells (for calibration, :mod:`atrec.propensity.calibrated`): uniform, user, item and user-item
+are outer products ``a_u * b_i``, so the sum over all cells is ``sum(a) * sum(b)``. The NB
+estimators depend on the unknown rating of an unobserved cell: they give no cell matrix, and their
+sum over all cells is its expectation under their rating prior (uniform 1/5 for NB (uniform),
+the MCAR slice's shares for NB (true)), which makes the calibrated value
+``P(r | O=1) * rho / P(r)``. ``nb-true`` needs
 MCAR data, so it is not usable in practice; the paper reports it for reference.
 
 Counts are floored at 1 so that an id or rating value absent from the training part (or from the
@@ -27,7 +34,9 @@ import numpy as np
 
 from atrec.data.ratings import Ratings
 from atrec.data.splits import Split
+from atrec.errors import AtrecError
 from atrec.propensity.base import PairPropensities, Propensity
+from atrec.propensity.calibrated import expected_cells_sum
 
 
 def _relative(counts: np.ndarray) -> np.ndarray:
@@ -52,6 +61,12 @@ class Uniform(Propensity):
     def estimate(self, split: Split) -> PairPropensities:
         return _ones(split)
 
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        return np.ones((split.num_users, split.num_items))
+
+    def cells_sum(self, split: Split) -> float:
+        return float(split.num_users * split.num_items)
+
 
 class _Counts(Propensity):
     """P(u) and P(i) from training counts, relative to their maximum."""
@@ -59,12 +74,27 @@ class _Counts(Propensity):
     def pair_values(self, p_user: np.ndarray, p_item: np.ndarray, r: Ratings) -> np.ndarray:
         raise NotImplementedError
 
-    def estimate(self, split: Split) -> PairPropensities:
+    def cell_factors(self, p_user: np.ndarray, p_item: np.ndarray) -> tuple:
+        """``(a, b)`` with ``p(u, i) = a[u] * b[i]``."""
+        raise NotImplementedError
+
+    def _relative_counts(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         train = split.train
-        p_user = _relative(np.bincount(train.user, minlength=split.num_users))
-        p_item = _relative(np.bincount(train.item, minlength=split.num_items))
-        return PairPropensities(self.pair_values(p_user, p_item, train).astype(np.float32),
+        return (_relative(np.bincount(train.user, minlength=split.num_users)),
+                _relative(np.bincount(train.item, minlength=split.num_items)))
+
+    def estimate(self, split: Split) -> PairPropensities:
+        p_user, p_item = self._relative_counts(split)
+        return PairPropensities(self.pair_values(p_user, p_item, split.train).astype(np.float32),
                                 self.pair_values(p_user, p_item, split.val).astype(np.float32))
+
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        a, b = self.cell_factors(*self._relative_counts(split))
+        return np.outer(a, b)
+
+    def cells_sum(self, split: Split) -> float:
+        a, b = self.cell_factors(*self._relative_counts(split))
+        return float(np.sum(a) * np.sum(b))
 
 
 class User(_Counts):
@@ -74,6 +104,9 @@ class User(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_user[r.user]
 
+    def cell_factors(self, p_user, p_item):
+        return p_user, np.ones_like(p_item)
+
 
 class Item(_Counts):
     name, label, paper_row = "item", "item", True
@@ -81,6 +114,9 @@ class Item(_Counts):
 
     def pair_values(self, p_user, p_item, r):
         return p_item[r.item]
+
+    def cell_factors(self, p_user, p_item):
+        return np.ones_like(p_user), p_item
 
 
 class UserItem(_Counts):
@@ -90,6 +126,9 @@ class UserItem(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_user[r.user] * p_item[r.item]
 
+    def cell_factors(self, p_user, p_item):
+        return p_user, p_item
+
 
 class _PerRating(Propensity):
     """Naive-Bayes estimators: a propensity per rating value (Schnabel et al. 2016)."""
@@ -97,6 +136,19 @@ class _PerRating(Propensity):
     def per_rating_value(self, split: Split) -> np.ndarray:
         """P indexed by rating value - 1, shape ``(5,)``."""
         raise NotImplementedError
+
+    def rating_prior(self, split: Split) -> np.ndarray:
+        """``P(R=r)``, shares of ratings 1..5 summing to 1, shape ``(5,)``."""
+        raise NotImplementedError
+
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        raise AtrecError(f"propensity '{self.name}' depends on the rating, which is unknown for "
+                         f"unobserved cells: it has no cell matrix (use calibrated(split))")
+
+    def cells_sum(self, split: Split) -> float:
+        """The expected sum over all cells under :meth:`rating_prior` (module docstring)."""
+        return expected_cells_sum(self.per_rating_value(split), self.rating_prior(split),
+                                  split.num_users * split.num_items)
 
     def estimate(self, split: Split) -> PairPropensities:
         table = self.per_rating_value(split)
@@ -113,6 +165,9 @@ class NBUniform(_PerRating):
     def per_rating_value(self, split: Split) -> np.ndarray:
         return _relative(_rating_shares(split.train))
 
+    def rating_prior(self, split: Split) -> np.ndarray:
+        return np.full(5, 0.2)
+
 
 class NBTrue(_PerRating):
     name, label, paper_row, uses_mcar = "nb-true", "NB (true)", True, True
@@ -121,6 +176,10 @@ class NBTrue(_PerRating):
     def per_rating_value(self, split: Split) -> np.ndarray:
         ratio = _rating_shares(split.train) / _rating_shares(split.test_prior)
         return ratio / ratio.max()
+
+    def rating_prior(self, split: Split) -> np.ndarray:
+        counts = _rating_shares(split.test_prior)
+        return counts / counts.sum()
 
 
 class DataItem(Propensity):
@@ -144,6 +203,13 @@ class DataItem(Propensity):
         """``P(i)`` of every pair of ``split.train`` and ``split.val``, float32 ``(n,)``."""
         p = np.asarray(self.item_propensity, dtype=np.float32)
         return PairPropensities(p[split.train.item], p[split.val.item])
+
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        p = np.asarray(self.item_propensity, dtype=np.float32).astype(np.float64)
+        return np.outer(np.ones(split.num_users), p)
+
+    def cells_sum(self, split: Split) -> float:
+        return float(split.num_users * np.sum(self.cell_propensities(split)[0]))
 
 
 BUILT_IN = (Uniform, User, Item, UserItem, NBUniform, NBTrue, DataItem)
