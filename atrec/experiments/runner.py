@@ -101,18 +101,24 @@ class Inputs:
     train: dict
     val: dict
     test: dict
+    # per split: the estimator's ``diagnostics`` after its estimate (empty when it has none)
+    propensity_fit: list = field(default_factory=list)
 
 
 def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None) -> Inputs:
     """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``.
 
     ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``;
+    its ``diagnostics`` after each estimate, if any, are kept per split for the records;
     :data:`~atrec.names.NO_PROPENSITY` (a method that weights nothing) gives weights 1.
     """
     if estimator is None:
         estimator = get_estimator("uniform" if propensity == NO_PROPENSITY else propensity)
     splits = [make_split(data, s) for s in seeds]
-    props = [estimator.estimate(sp) for sp in splits]
+    props, fits = [], []
+    for sp in splits:
+        props.append(estimator.estimate(sp))
+        fits.append(dict(getattr(estimator, "diagnostics", None) or {}))
 
     def stack(part: str, weights) -> dict:
         cols = {c: np.stack([getattr(getattr(sp, part), c) for sp in splits]).astype(
@@ -127,6 +133,7 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
         val=stack("val", [p.val for p in props]),
         test={"user": test.user.astype(np.int32), "item": test.item.astype(np.int32),
               "rating": test.rating.astype(np.float32)},
+        propensity_fit=fits,
     )
 
 
@@ -180,6 +187,8 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
                          "n_test": len(inputs.splits[k].test), "n_test_full": len(full)},
             "provenance": provenance(data.checksums, elapsed_s=elapsed / len(seeds)),
         }
+        if k < len(inputs.propensity_fit) and inputs.propensity_fit[k]:
+            record["protocol"]["propensity_fit"] = inputs.propensity_fit[k]
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
         if result.traces:
