@@ -182,9 +182,10 @@ def project_nuclear_ball(a: np.ndarray, radius: float) -> tuple[np.ndarray, int]
     return (out.T if flip else out), keep
 
 
-def default_radius(num_users: int, num_items: int, n_observed: int, scale: float = 2.0) -> float:
+def default_radius(num_users: int, num_items: int, n_observed: int, scale: float = 1.5) -> float:
     """``scale * |logit(rho)| * sqrt(m n)``: ``scale`` times the nuclear norm of the constant
-    (MCAR) fit ``Z = logit(rho)``, ``rho = n_observed / (m n)``."""
+    (MCAR) fit ``Z = logit(rho)``, ``rho = n_observed / (m n)`` (the default 1.5 is discussed
+    in :mod:`atrec.propensity.models`)."""
     rho = n_observed / (num_users * num_items)
     return scale * abs(np.log(rho / (1.0 - rho))) * np.sqrt(num_users * num_items)
 
