@@ -23,7 +23,7 @@ from importlib import metadata
 from atrec.errors import AtrecError
 
 BUILT_IN = "built-in"
-NAME_PATTERN = re.compile(r"[a-z][a-z0-9-]*")
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")  # "1bit-mc" (BASELINES.md) starts with a digit
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,18 @@ Three datasets (PROTOCOL.md, "Data"; checksums from ``shared/data/SHA256SUMS`` a
 ``shared/data/PROVENANCE.md``):
 
 * ``coat``: Schnabel et al. (ICML 2016), the Cornell ``coat.zip``; atrec needs ``train.ascii``
-  and ``test.ascii`` (members ``coat/...``).
-* ``ml-100k``: GroupLens MovieLens 100K, ``ml-100k.zip``; atrec needs ``u.data``.
+  and ``test.ascii`` (members ``coat/...``). Side files: ``propensities.ascii`` and the four
+  ``user_item_features/`` files.
+* ``ml-100k``: GroupLens MovieLens 100K, ``ml-100k.zip``; atrec needs ``u.data``. Side files:
+  ``u.user`` and ``u.item``.
 * ``yahoo``: Yahoo! Webscope R3. Licensed per user, so it is never downloaded: the user requests
   it from Webscope and hands it over with ``atrec download yahoo --source PATH``.
+
+*Side files* (``DatasetSpec.side``, role ``side``) hold no ratings: user / item features and
+Coat's shipped propensities, read by the feature-based propensity estimators through
+:mod:`atrec.data.features`. They are optional: a download installs and verifies the ones its
+source holds; the rating store and its manifest never include them, so a copy without them still
+preprocesses and trains, and only the estimators that need them refuse (saying what to run).
 
 A copy whose only difference is its line endings (CRLF versus LF) is the same data: each file
 carries a second, "canonical" digest, the SHA-256 of its bytes with every CRLF replaced by LF
@@ -36,7 +44,8 @@ class FileSpec:
     """One file atrec needs from a dataset.
 
     ``name``: file name in ``raw/``; ``member``: its path inside the official archive;
-    ``role``: ``train`` (the MNAR part) or ``test`` (the MCAR part); ``sha256``: digest of the
+    ``role``: ``train`` (the MNAR part), ``test`` (the MCAR part) or ``side`` (an optional
+    side file: features, shipped propensities); ``sha256``: digest of the
     official bytes; ``canonical_sha256``: digest of those bytes with CRLF replaced by LF (equal
     to ``sha256`` for files with LF endings); ``rows``: expected number of lines, checked before
     the digest for a clearer message (``None``: not checked).
@@ -50,8 +59,8 @@ class FileSpec:
     rows: int | None = None
 
     def __post_init__(self) -> None:
-        if self.role not in ("train", "test"):
-            raise ValueError(f"role must be 'train' or 'test', got {self.role!r}")
+        if self.role not in ("train", "test", "side"):
+            raise ValueError(f"role must be 'train', 'test' or 'side', got {self.role!r}")
         for digest in (self.sha256, self.canonical_sha256):
             if not re.fullmatch(r"[0-9a-f]{64}", digest):
                 raise ValueError(f"not a lower-case hex SHA-256 digest: {digest!r}")
@@ -66,6 +75,7 @@ class DatasetSpec:
     ``url`` is ``None`` when the dataset must be handed over by the user (Yahoo! R3).
     ``archive_sha256`` documents the official archive (informative; every needed file is
     verified on its own). ``licence`` is repeated to the user after a successful download.
+    ``side``: optional side files (role ``side``), installed when the source holds them.
     """
 
     name: str
@@ -74,6 +84,7 @@ class DatasetSpec:
     archive_sha256: str | None
     files: tuple[FileSpec, ...]
     licence: str
+    side: tuple[FileSpec, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.files:
@@ -100,6 +111,28 @@ REGISTRY: dict[str, DatasetSpec] = {
                      rows=290),
         ),
         licence="Coat ships without a licence file; cite Schnabel et al. (ICML 2016).",
+        side=(
+            # shared/data/SHA256SUMS; canonical digests computed from the shared copies with
+            # CRLF replaced by LF (propensities.ascii and the maps have LF endings).
+            FileSpec("propensities.ascii", "coat/propensities.ascii", "side",
+                     "a72e3142a413623c4a6b9d20c4f70fcc017e0db67cc3eb242116f69fb8fb9661",
+                     "a72e3142a413623c4a6b9d20c4f70fcc017e0db67cc3eb242116f69fb8fb9661",
+                     rows=290),
+            FileSpec("user_features.ascii", "coat/user_item_features/user_features.ascii", "side",
+                     "d8f9531b601c54a7272602f8b21fa6cb4652cbf122e35d8615ea9645ebbf1b1f",
+                     "593b59c63a3f983575d3a770b32158fdfa4e2e4f63aafffdee70d1600ff072f8",
+                     rows=290),
+            FileSpec("item_features.ascii", "coat/user_item_features/item_features.ascii", "side",
+                     "edea8217ec5606779b4d3bf819f7591dc63bcd5194d619e8048c2322d07630b1",
+                     "72b08cc0766d3e9899231aea90c815b5bb08e07dcfba569d5f182da649099f5a",
+                     rows=300),
+            FileSpec("user_features_map.txt", "coat/user_item_features/user_features_map.txt",
+                     "side", "3b8c825ad4445d4a46a400629c5fb43c805ff5a7982b2e436b69e7262c8a013a",
+                     "3b8c825ad4445d4a46a400629c5fb43c805ff5a7982b2e436b69e7262c8a013a"),
+            FileSpec("item_features_map.txt", "coat/user_item_features/item_features_map.txt",
+                     "side", "2675dfaa38b89a9cbb1997f0cfcd46ed7e0e366dc515d12d95508d1f356e5d25",
+                     "2675dfaa38b89a9cbb1997f0cfcd46ed7e0e366dc515d12d95508d1f356e5d25"),
+        ),
     ),
     "ml-100k": DatasetSpec(
         name="ml-100k",
@@ -115,6 +148,17 @@ REGISTRY: dict[str, DatasetSpec] = {
         ),
         licence="MovieLens 100K is for research use only; do not redistribute it "
                 "(GroupLens README).",
+        side=(
+            # shared/data/SHA256SUMS; LF endings, so both digests are equal.
+            FileSpec("u.user", "ml-100k/u.user", "side",
+                     "f120e114da2e8cf314fd28f99417c94ae9ddf1cb6db8ce0e4b5995d40e90e62c",
+                     "f120e114da2e8cf314fd28f99417c94ae9ddf1cb6db8ce0e4b5995d40e90e62c",
+                     rows=943),
+            FileSpec("u.item", "ml-100k/u.item", "side",
+                     "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701",
+                     "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701",
+                     rows=1682),
+        ),
     ),
     "yahoo": DatasetSpec(
         name="yahoo",
@@ -174,6 +218,14 @@ def raw_present(name: str) -> bool:
     """True when every file ``name`` needs is in its raw folder (not checked for integrity)."""
     folder = raw_dir(name)
     return all((folder / f.name).is_file() for f in get_spec(name).files)
+
+
+def side_spec(name: str, file: str) -> FileSpec:
+    """The side-file spec called ``file`` of dataset ``name`` (``KeyError`` when it has none)."""
+    for f in get_spec(name).side:
+        if f.name == file:
+            return f
+    raise KeyError(f"{name} has no side file {file!r}")
 
 
 def yahoo_instructions() -> str:

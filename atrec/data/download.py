@@ -74,7 +74,8 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
     """Install a verified raw copy of dataset ``name`` in ``data_dir()/NAME/raw``.
 
     ``source``: ``None`` to fetch the official URL, or a local archive (.zip, .tar.gz, .tgz,
-    .tar), a folder, or a single file. Yahoo! R3 needs ``source``. Does nothing when a valid
+    .tar), a folder, or a single file. Side files (features, shipped propensities) are
+    installed and verified when the source holds them. Yahoo! R3 needs ``source``. Does nothing when a valid
     copy is already installed, unless ``force``. Raises :class:`AtrecError` / :class:`DataError`
     with one line for every failure (network, checksum, unsafe archive, unwritable folder).
     """
@@ -88,7 +89,8 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
                 _stage_verified(spec, Path(source), Path(scratch), str(source))
             checked = f"; {source} holds the same verified files"
         return DownloadResult(
-            name, raw, tuple(raw / f.name for f in spec.files),
+            name, raw, tuple(raw / f.name for f in (*spec.files, *spec.side)
+                             if (raw / f.name).is_file()),
             f"{name}: a verified copy is already in {raw}{checked}; nothing to do "
             f"(use --force to install it again).",
             cached=True,
@@ -112,7 +114,13 @@ def download(name: str, source: str | Path | None = None, quiet: bool = False,
 def _stage_verified(spec: DatasetSpec, source: Path, staging: Path, origin: str) -> None:
     """Copy ``spec``'s files from a local ``source`` into ``staging`` and verify each."""
     stage_from_source(spec, source, staging)
-    for f in spec.files:
+    _verify_staged(spec, staging, origin)
+
+
+def _verify_staged(spec: DatasetSpec, staging: Path, origin: str) -> None:
+    """Verify the rating files and whichever side files (features, shipped propensities) the
+    source held: those are optional, but a present one must be the published file."""
+    for f in (*spec.files, *(f for f in spec.side if (staging / f.name).is_file())):
         verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
 
 
@@ -126,16 +134,15 @@ def _download_into(spec: DatasetSpec, raw: Path, parent: Path, source, quiet: bo
             _fetch(spec.url, archive, quiet, name)
             stage_from_archive(spec, archive, staging)
             archive.unlink()
-            for f in spec.files:
-                verify_file(staging / f.name, f, label=f"{f.name} from {origin}")
+            _verify_staged(spec, staging, origin)
         else:
             origin = str(source)
             _stage_verified(spec, Path(source), staging, origin)
         _install(staging, raw)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    files = tuple(raw / f.name for f in spec.files)
-    names = ", ".join(f.name for f in spec.files)
+    files = tuple(raw / f.name for f in (*spec.files, *spec.side) if (raw / f.name).is_file())
+    names = ", ".join(p.name for p in files)
     message = (
         f"{name}: verified {len(files)} file(s) ({names}) from {origin} against their SHA-256 "
         f"and stored them in {raw}. {spec.licence} Next: atrec preprocess {name}."
@@ -175,9 +182,13 @@ def download_many(name: str, source: str | Path | None = None, quiet: bool = Fal
 
 
 def _cached_ok(spec: DatasetSpec, raw: Path) -> bool:
+    """Every rating file verifies, and so does every side file that is installed."""
     try:
         for f in spec.files:
             verify_file(raw / f.name, f)
+        for f in spec.side:
+            if (raw / f.name).exists():
+                verify_file(raw / f.name, f)
     except DataError:
         return False
     return True

@@ -1,7 +1,8 @@
 """Copying the files a dataset needs out of a local source: an archive, a folder or one file.
 
 The needed files are written into a staging folder under their catalogue names; nothing else of
-the source is extracted. Archives (.zip, .tar.gz, .tgz, .tar) are checked member by member
+the source is extracted. Optional side files (``DatasetSpec.side``) are copied too when the
+source holds them, and skipped silently when it does not. Archives (.zip, .tar.gz, .tgz, .tar) are checked member by member
 first, and one with an absolute path, a ``..`` component, a link or a device is refused whole,
 so a hostile archive cannot write outside the staging folder.
 """
@@ -30,6 +31,8 @@ def stage_from_source(spec: DatasetSpec, source: Path, staging: Path) -> None:
                       for p in sorted(source.rglob("*")) if p.is_file()}
         for f in spec.files:
             shutil.copyfile(candidates[_pick(f, list(candidates), source)], staging / f.name)
+        for f in _present(spec.side, list(candidates), source):
+            shutil.copyfile(candidates[_pick(f, list(candidates), source)], staging / f.name)
     elif source.name.lower().endswith(ARCHIVE_SUFFIXES):
         stage_from_archive(spec, source, staging)
     elif len(spec.files) == 1:
@@ -57,6 +60,12 @@ def _pick(spec: FileSpec, candidates: list[str], where: Path) -> str:
                             f" give a folder or archive with only one")
         return exact[0]
     return hits[0]
+
+
+def _present(side: tuple[FileSpec, ...], candidates: list[str], where: Path) -> list[FileSpec]:
+    """The optional side files that ``candidates`` hold (by file name, as :func:`_pick`)."""
+    names = {PurePosixPath(c).name for c in candidates}
+    return [f for f in side if f.name in names]
 
 
 def check_member_name(name: str, archive: Path) -> None:
@@ -96,7 +105,7 @@ def stage_from_archive(spec: DatasetSpec, archive: Path, staging: Path) -> None:
                     raise _unsafe_kind(archive, m.name, "device")
                 if m.isfile():
                     regular[m.name] = m
-            for f in spec.files:
+            for f in (*spec.files, *_present(spec.side, list(regular), archive)):
                 src = tar.extractfile(regular[_pick(f, list(regular), archive)])
                 with src, open(staging / f.name, "wb") as out:
                     shutil.copyfileobj(src, out)
@@ -119,7 +128,7 @@ def _stage_from_zip(spec: DatasetSpec, archive: Path, staging: Path) -> None:
                     raise _unsafe_kind(archive, info.filename, "device")
                 if not info.is_dir():
                     regular[info.filename] = info
-            for f in spec.files:
+            for f in (*spec.files, *_present(spec.side, list(regular), archive)):
                 with zf.open(regular[_pick(f, list(regular), archive)]) as src, \
                         open(staging / f.name, "wb") as out:
                     shutil.copyfileobj(src, out)

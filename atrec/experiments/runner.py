@@ -84,6 +84,8 @@ class Inputs:
     train: dict
     val: dict
     test: dict
+    # per split: the estimator's ``diagnostics`` after its estimate (empty when it has none)
+    propensity_fit: list = field(default_factory=list)
 
 
 def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None) -> Inputs:
@@ -92,13 +94,23 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
     ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``;
     :data:`~atrec.names.NO_PROPENSITY` (a method that weights nothing) gives weights 1. When the
     estimator gives a calibration factor for every split
-    (:meth:`~atrec.propensity.base.Propensity.calibration`), ``train["calibration"]`` holds them,
-    float64 ``[R]``; the other columns, and so MF-IPS, do not depend on it.
+    (:meth:`~atrec.propensity.base.Propensity.estimate_with_calibration`),
+    ``train["calibration"]`` holds them,
+    float64 ``[R]``; the other columns, and so MF-IPS, do not depend on it. Its ``diagnostics``
+    after each estimate, if any, are kept per split for the records.
     """
     if estimator is None:
         estimator = get_estimator("uniform" if propensity == NO_PROPENSITY else propensity)
     splits = [make_split(data, s) for s in seeds]
-    props = [estimator.estimate(sp) for sp in splits]
+    props, factors, fits = [], [], []
+    for sp in splits:
+        if hasattr(estimator, "estimate_with_calibration"):
+            pairs, factor = estimator.estimate_with_calibration(sp)
+        else:   # an object with estimate() alone (e.g. a test's), which cannot be calibrated
+            pairs, factor = estimator.estimate(sp), None
+        props.append(pairs)
+        factors.append(factor)
+        fits.append(dict(getattr(estimator, "diagnostics", None) or {}))
 
     def stack(part: str, weights) -> dict:
         cols = {c: np.stack([getattr(getattr(sp, part), c) for sp in splits]).astype(
@@ -108,8 +120,6 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
 
     test = splits[0].test
     train = stack("train", [p.train for p in props])
-    calibrate = getattr(estimator, "calibration", None)
-    factors = [calibrate(sp) for sp in splits] if calibrate else [None]
     if all(c is not None for c in factors):
         train["calibration"] = np.asarray(factors, np.float64)
     return Inputs(
@@ -118,6 +128,7 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
         val=stack("val", [p.val for p in props]),
         test={"user": test.user.astype(np.int32), "item": test.item.astype(np.int32),
               "rating": test.rating.astype(np.float32)},
+        propensity_fit=fits,
     )
 
 
@@ -171,6 +182,8 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
                          "n_test": len(inputs.splits[k].test), "n_test_full": len(full)},
             "provenance": provenance(data.checksums, elapsed_s=elapsed / len(seeds)),
         }
+        if k < len(inputs.propensity_fit) and inputs.propensity_fit[k]:
+            record["protocol"]["propensity_fit"] = inputs.propensity_fit[k]
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
         if result.traces:

@@ -50,18 +50,20 @@ class TrainRequest:
     download: bool = False
     methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
 
-    def configurations(self) -> list[tuple[str, str, bool]]:
-        """``(method, propensity, with_at)`` in training order (:func:`configurations`)."""
-        return configurations(self.methods, self.propensities, self.at_options)
+    def configurations(self, dataset: str | None = None) -> list[tuple[str, str, bool]]:
+        """``(method, propensity, with_at)`` in training order (:func:`configurations`), for
+        ``dataset`` when given (estimators that do not apply to it left out)."""
+        return configurations(self.methods, self.propensities, self.at_options, dataset)
 
 
 def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData, list[ConfigPlan]]]:
     """Per dataset of ``request``: the data and the plan of every configuration, in training
     order. Shared by local and Dask runs (:func:`train`)."""
-    configs = request.configurations()
+    configs = {d: request.configurations(d) for d in request.datasets}
+    # resolve every parameter set first: a bad --params fails before any data is touched
+    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0])
+              for d in request.datasets for c in configs[d]}
     for dataset in request.datasets:
-        # resolve every parameter set first: a bad --params fails before any data is touched
-        chosen = {c: get_params(request.params, dataset, c[1], c[2], c[0]) for c in configs}
         if request.download:
             data = ensure_data(dataset, quiet=True)
         else:
@@ -69,8 +71,8 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
 
             data = load_data(dataset)
         plans = []
-        for method, propensity, with_at in configs:
-            params, source = chosen[(method, propensity, with_at)]
+        for method, propensity, with_at in configs[dataset]:
+            params, source = chosen[(dataset, (method, propensity, with_at))]
             at_settings = (ATSettings(loss=request.loss, batch_seed=request.batch_seed)
                            if with_at else None)
             spec = RunSpec(

@@ -5,6 +5,7 @@ benchmark table's rows come from here.
 
 from __future__ import annotations
 
+from atrec.errors import AtrecError
 from atrec.methods.base import Method, validate_method_class
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.registry import Registry
@@ -52,13 +53,26 @@ def base_method(record: dict) -> str:
     return value[:-len(AT_SUFFIX)] if value.endswith(AT_SUFFIX) else value
 
 
-def configurations(methods, propensities, at_options) -> list[tuple[str, str, bool]]:
+def configurations(methods, propensities, at_options,
+                   dataset: str | None = None) -> list[tuple[str, str, bool]]:
     """``(method, propensity, with_at)`` in run order: per method, the selected propensities
     (one slot, :data:`~atrec.names.NO_PROPENSITY`, for a method that uses none), each with the
-    selected AT options. Shared by ``atrec train`` and ``atrec tune``."""
+    selected AT options. Shared by ``atrec train`` and ``atrec tune``.
+
+    With ``dataset``, estimators that do not apply to it (``coat-shipped`` outside Coat, say)
+    are left out, so ``--propensity all`` means every one that applies; when none of those
+    asked for applies, a one-line :class:`AtrecError` says which datasets they support.
+    """
+    from atrec.propensity.registry import applies_to
+
+    usable = [p for p in propensities if dataset is None or applies_to(p, dataset)]
+    if propensities and not usable:
+        raise AtrecError(f"no selected propensity applies to dataset '{dataset}' "
+                         f"({', '.join(propensities)}): choose others ('atrec methods' says "
+                         f"which datasets each supports)")
     out = []
     for name in methods:
         uses = METHODS.get(name).uses_propensity
-        for propensity in (propensities if uses else [NO_PROPENSITY]):
+        for propensity in (usable if uses else [NO_PROPENSITY]):
             out.extend((name, propensity, a) for a in at_options)
     return out

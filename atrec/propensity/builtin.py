@@ -13,15 +13,15 @@ nb-uniform P(R=r | O=1) / max_r P(R=r | O=1)          (naive Bayes, uniform prio
 nb-true    [P(R=r | O=1) / P(R=r)] normalised by its max, P(R=r) from the 5% MCAR slice
 ========== =========================================================================
 
-(Saito 2020, Eq. in section 5.1.2; the NB forms follow Schnabel et al. 2016.) ``nb-true`` needs
-MCAR data, so it is not usable in practice; the paper reports it for reference.
+(Saito 2020, Eq. in section 5.1.2; the NB forms follow Schnabel et al. 2016.)
 
-Calibration (:meth:`~atrec.propensity.base.Propensity.calibration`, BASELINES.md): the factor
-``c`` of ``P = min(1, c * p)``. For the count estimators ``c = |O| / sum over all cells of p``,
-a sum that factorises: ``|U| |I|`` (uniform), ``|I| sum_u P(u)``, ``|U| sum_i P(i)``,
-``sum_u P(u) sum_i P(i)``. For naive Bayes, ``P(O=1 | r) = P(r | O=1) * rho / P(r)`` with the
-density ``rho = |O| / (|U| |I|)`` and ``P(r)`` uniform (1/5, NB (uniform)) or from the 5% MCAR
-slice (NB (true)); that is again ``p`` times a constant, which is ``c``.
+Cells (for calibration, :mod:`atrec.propensity.calibrated`): uniform, user, item and user-item
+are outer products ``a_u * b_i``, so the sum over all cells is ``sum(a) * sum(b)``. The NB
+estimators depend on the unknown rating of an unobserved cell: they give no cell matrix, and their
+sum over all cells is its expectation under their rating prior (uniform 1/5 for NB (uniform),
+the MCAR slice's shares for NB (true)), which makes the calibrated value
+``P(r | O=1) * rho / P(r)``. ``nb-true`` needs
+MCAR data, so it is not usable in practice; the paper reports it for reference.
 
 Counts are floored at 1 so that an id or rating value absent from the training part (or from the
 MCAR slice) gets a small, finite propensity instead of a division by zero. On Coat and Yahoo every
@@ -34,7 +34,9 @@ import numpy as np
 
 from atrec.data.ratings import Ratings
 from atrec.data.splits import Split
+from atrec.errors import AtrecError
 from atrec.propensity.base import PairPropensities, Propensity
+from atrec.propensity.calibrated import expected_cells_sum
 
 
 def _relative(counts: np.ndarray) -> np.ndarray:
@@ -52,11 +54,6 @@ def _ones(split: Split) -> PairPropensities:
                             np.ones(len(split.val), np.float32))
 
 
-def _density(split: Split) -> float:
-    """``rho = |O| / (|U| |I|)`` of the training part."""
-    return len(split.train) / (split.num_users * split.num_items)
-
-
 class Uniform(Propensity):
     name, label, paper_row = "uniform", "uniform", True
     description = "P = 1 for every pair (MF-IPS is then plain MF)"
@@ -64,8 +61,11 @@ class Uniform(Propensity):
     def estimate(self, split: Split) -> PairPropensities:
         return _ones(split)
 
-    def calibration(self, split: Split) -> float:
-        return _density(split)
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        return np.ones((split.num_users, split.num_items))
+
+    def cells_sum(self, split: Split) -> float:
+        return float(split.num_users * split.num_items)
 
 
 class _Counts(Propensity):
@@ -74,22 +74,27 @@ class _Counts(Propensity):
     def pair_values(self, p_user: np.ndarray, p_item: np.ndarray, r: Ratings) -> np.ndarray:
         raise NotImplementedError
 
-    def cell_sum(self, p_user: np.ndarray, p_item: np.ndarray) -> float:
-        """``sum over all users x items`` of the pair values."""
+    def cell_factors(self, p_user: np.ndarray, p_item: np.ndarray) -> tuple:
+        """``(a, b)`` with ``p(u, i) = a[u] * b[i]``."""
         raise NotImplementedError
 
-    def _tables(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
+    def _relative_counts(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         train = split.train
         return (_relative(np.bincount(train.user, minlength=split.num_users)),
                 _relative(np.bincount(train.item, minlength=split.num_items)))
 
     def estimate(self, split: Split) -> PairPropensities:
-        p_user, p_item = self._tables(split)
+        p_user, p_item = self._relative_counts(split)
         return PairPropensities(self.pair_values(p_user, p_item, split.train).astype(np.float32),
                                 self.pair_values(p_user, p_item, split.val).astype(np.float32))
 
-    def calibration(self, split: Split) -> float:
-        return len(split.train) / float(self.cell_sum(*self._tables(split)))
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        a, b = self.cell_factors(*self._relative_counts(split))
+        return np.outer(a, b)
+
+    def cells_sum(self, split: Split) -> float:
+        a, b = self.cell_factors(*self._relative_counts(split))
+        return float(np.sum(a) * np.sum(b))
 
 
 class User(_Counts):
@@ -99,8 +104,8 @@ class User(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_user[r.user]
 
-    def cell_sum(self, p_user, p_item):
-        return len(p_item) * p_user.sum()
+    def cell_factors(self, p_user, p_item):
+        return p_user, np.ones_like(p_item)
 
 
 class Item(_Counts):
@@ -110,8 +115,8 @@ class Item(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_item[r.item]
 
-    def cell_sum(self, p_user, p_item):
-        return len(p_user) * p_item.sum()
+    def cell_factors(self, p_user, p_item):
+        return np.ones_like(p_user), p_item
 
 
 class UserItem(_Counts):
@@ -121,8 +126,8 @@ class UserItem(_Counts):
     def pair_values(self, p_user, p_item, r):
         return p_user[r.user] * p_item[r.item]
 
-    def cell_sum(self, p_user, p_item):
-        return p_user.sum() * p_item.sum()
+    def cell_factors(self, p_user, p_item):
+        return p_user, p_item
 
 
 class _PerRating(Propensity):
@@ -131,6 +136,19 @@ class _PerRating(Propensity):
     def per_rating_value(self, split: Split) -> np.ndarray:
         """P indexed by rating value - 1, shape ``(5,)``."""
         raise NotImplementedError
+
+    def rating_prior(self, split: Split) -> np.ndarray:
+        """``P(R=r)``, shares of ratings 1..5 summing to 1, shape ``(5,)``."""
+        raise NotImplementedError
+
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        raise AtrecError(f"propensity '{self.name}' depends on the rating, which is unknown for "
+                         f"unobserved cells: it has no cell matrix (use calibrated(split))")
+
+    def cells_sum(self, split: Split) -> float:
+        """The expected sum over all cells under :meth:`rating_prior` (module docstring)."""
+        return expected_cells_sum(self.per_rating_value(split), self.rating_prior(split),
+                                  split.num_users * split.num_items)
 
     def estimate(self, split: Split) -> PairPropensities:
         table = self.per_rating_value(split)
@@ -147,10 +165,8 @@ class NBUniform(_PerRating):
     def per_rating_value(self, split: Split) -> np.ndarray:
         return _relative(_rating_shares(split.train))
 
-    def calibration(self, split: Split) -> float:
-        # P = (s_r / S) * rho / (1/5) and p = s_r / max s, s the (floored) training counts
-        s = _rating_shares(split.train)
-        return 5.0 * _density(split) * s.max() / s.sum()
+    def rating_prior(self, split: Split) -> np.ndarray:
+        return np.full(5, 0.2)
 
 
 class NBTrue(_PerRating):
@@ -161,10 +177,9 @@ class NBTrue(_PerRating):
         ratio = _rating_shares(split.train) / _rating_shares(split.test_prior)
         return ratio / ratio.max()
 
-    def calibration(self, split: Split) -> float:
-        # P = (s_r / S) * rho / (q_r / Q) and p = (s_r / q_r) / max(s / q)
-        s, q = _rating_shares(split.train), _rating_shares(split.test_prior)
-        return _density(split) * (s / q).max() * q.sum() / s.sum()
+    def rating_prior(self, split: Split) -> np.ndarray:
+        counts = _rating_shares(split.test_prior)
+        return counts / counts.sum()
 
 
 class DataItem(Propensity):
@@ -189,9 +204,12 @@ class DataItem(Propensity):
         p = np.asarray(self.item_propensity, dtype=np.float32)
         return PairPropensities(p[split.train.item], p[split.val.item])
 
-    def calibration(self, split: Split) -> float:
-        p = np.asarray(self.item_propensity, dtype=np.float64)
-        return len(split.train) / (split.num_users * p.sum())
+    def cell_propensities(self, split: Split) -> np.ndarray:
+        p = np.asarray(self.item_propensity, dtype=np.float32).astype(np.float64)
+        return np.outer(np.ones(split.num_users), p)
+
+    def cells_sum(self, split: Split) -> float:
+        return float(split.num_users * np.sum(self.cell_propensities(split)[0]))
 
 
 BUILT_IN = (Uniform, User, Item, UserItem, NBUniform, NBTrue, DataItem)

@@ -1,4 +1,5 @@
-"""The registry of propensity estimators: the paper's six, Figure 2's data-level ``P(i)``, and
+"""The registry of propensity estimators: the paper's six, Figure 2's data-level ``P(i)``, the
+field's baselines (coat-shipped, logistic, 1bit-mc: :mod:`atrec.propensity.models`), and
 any installed package's (entry-point group ``atrec.propensities``; see :mod:`atrec.registry`).
 
 The ``--propensity`` choices, their help, the name lists and the rows of Table 1 all come from
@@ -15,9 +16,9 @@ PROPENSITIES = Registry("propensity", "atrec.propensities", validate_propensity_
 
 
 def _builtins() -> None:
-    from atrec.propensity import builtin
+    from atrec.propensity import builtin, models
 
-    for cls in builtin.BUILT_IN:
+    for cls in (*builtin.BUILT_IN, *models.BASELINES):
         PROPENSITIES.register(cls)
 
 
@@ -60,3 +61,9 @@ def propensity_order(name: str) -> int:
     """Sort key: registration order, unknown names last."""
     names = PROPENSITIES.names()
     return names.index(name) if name in names else len(names)
+
+
+def applies_to(name: str, dataset: str) -> bool:
+    """Whether estimator ``name`` can run on ``dataset`` (its ``datasets``, None = every one)."""
+    cls = PROPENSITIES.get(name)
+    return cls.datasets is None or dataset in cls.datasets

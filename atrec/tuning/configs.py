@@ -132,7 +132,7 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     outcomes = []
     for data in datasets:
         for method, propensity, with_at in configurations(request.methods, request.propensities,
-                                                          request.at_options):
+                                                          request.at_options, data.name):
             outcomes.append(tune_config(
                 data, propensity, with_at, request.trials, storage,
                 settings=request.settings, at_settings=request.at_settings,

@@ -71,7 +71,10 @@ def _leftovers(data_dir: Path, name: str) -> list[str]:
 def test_download_from_folder_then_cached_then_forced(data_dir):
     first = download("coat", source=SHARED / "coat", quiet=True)
     assert not first.cached and first.folder == data_dir / "coat" / "raw"
-    assert sorted(p.name for p in first.folder.iterdir()) == sorted(COAT_FILES)
+    # the rating files and, since the shared folder holds them, the optional side files
+    side = [f.name for f in get_spec("coat").side]
+    assert sorted(p.name for p in first.folder.iterdir()) == sorted([*COAT_FILES, *side])
+    assert sorted(p.name for p in first.files) == sorted([*COAT_FILES, *side])
     for name in COAT_FILES:
         assert (first.folder / name).read_bytes() == (SHARED / "coat" / name).read_bytes()
     again = download("coat", source=SHARED / "coat", quiet=True)
@@ -88,6 +91,19 @@ def test_download_from_zip_accepts_either_line_ending(data_dir, tmp_path, coat_b
     assert (b"\r\n" in train) is not lf
     assert train.replace(b"\r\n", b"\n") == coat_bytes["train.ascii"].replace(b"\r\n", b"\n")
     assert _leftovers(data_dir, "coat") == []
+    # an archive without the optional side files installs the rating files only
+    assert sorted(p.name for p in result.folder.iterdir()) == sorted(COAT_FILES)
+
+
+def test_side_files_are_verified_like_the_rating_files(data_dir, tmp_path, coat_bytes):
+    folder = tmp_path / "coat"
+    (folder / "user_item_features").mkdir(parents=True)
+    for name, data in coat_bytes.items():
+        (folder / name).write_bytes(data)
+    (folder / "propensities.ascii").write_bytes(b"0.5 " * 300 + b"\n")
+    with pytest.raises(DataError, match="propensities.ascii"):
+        download("coat", source=folder, quiet=True)
+    assert not (data_dir / "coat" / "raw").exists()
 
 
 def test_download_lf_folder_and_single_file(data_dir, tmp_path, coat_bytes):
@@ -367,7 +383,8 @@ def test_cli_download_errors_are_one_line(tmp_path, args, fragment):
 def test_cli_download_coat_from_folder(tmp_path):
     result = _run(["download", "coat", "--source", str(SHARED / "coat")], tmp_path)
     assert result.exit_code == 0, result.stderr
-    assert "verified 2 file(s)" in result.stdout
+    # the two rating files and the five side files of the shared folder
+    assert "verified 7 file(s) (train.ascii, test.ascii, propensities.ascii" in result.stdout
     quiet = _run(["download", "coat", "--quiet"], tmp_path)
     assert quiet.exit_code == 0 and quiet.stdout == ""
 

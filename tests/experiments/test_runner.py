@@ -119,3 +119,17 @@ def test_protocol_variants_are_filed_and_summarised_apart(tiny_data, tmp_path):
     assert cell.values == tuple(r["metrics"]["mse"] for r in a.records)
     assert variant.cell("tiny", "item", False, "mse").values == tuple(
         r["metrics"]["mse"] for r in b.records)
+
+
+def test_a_fitted_propensitys_diagnostics_go_into_the_records(tiny_data, tmp_path):
+    """1bit-mc leaves ``diagnostics`` after each estimate: each seed's record keeps its own in
+    ``protocol.propensity_fit``; an estimator without diagnostics adds nothing."""
+    spec = RunSpec("tiny", "1bit-mc", False, HyperParams(4, 1e-3), "published", (0, 1),
+                   mf.TrainSettings(steps=5, batch_size=32))
+    out = run_config(tiny_data, spec, tmp_path)
+    fits = [rec["protocol"]["propensity_fit"] for rec in out.records]
+    assert all(f["converged"] and f["iterations"] >= 1 and f["duality_gap"] >= -1e-6
+               for f in fits)
+    assert fits[0]["objective"] != fits[1]["objective"]  # two splits, two fits
+    plain = run_config(tiny_data, _spec((0,)), tmp_path)
+    assert "propensity_fit" not in plain.records[0]["protocol"]

@@ -1,5 +1,5 @@
 """The calibrated propensity ``P = min(1, c * p)`` (BASELINES.md): ``c`` from
-:meth:`Propensity.calibration`, checked against the full users x items matrix of ``p`` (count
+:meth:`Propensity.estimate_with_calibration`, checked against the full users x items matrix of ``p`` (count
 estimators) and against the naive-Bayes formula ``P(r | O=1) * rho / P(r)``."""
 
 import numpy as np
@@ -16,7 +16,7 @@ def full_matrix(name, split):
     est = get_estimator(name)
     if name == "uniform":
         return np.ones((split.num_users, split.num_items))
-    p_user, p_item = est._tables(split)
+    p_user, p_item = est._relative_counts(split)
     u, i = np.meshgrid(np.arange(split.num_users), np.arange(split.num_items), indexing="ij")
 
     class Cells:
@@ -28,7 +28,7 @@ def full_matrix(name, split):
 @pytest.mark.parametrize("name", ["uniform", "user", "item", "user-item"])
 def test_count_estimators_calibrate_to_the_observed_density(name, small_mnar):
     split = make_split(small_mnar, 3)
-    c = get_estimator(name).calibration(split)
+    c = get_estimator(name).estimate_with_calibration(split)[1]
     p = full_matrix(name, split)
     density = len(split.train) / (split.num_users * split.num_items)
     assert np.isclose((c * p).mean(), density, rtol=1e-12)
@@ -40,7 +40,7 @@ def test_count_estimators_calibrate_to_the_observed_density(name, small_mnar):
 def test_naive_bayes_calibrates_to_bayes_rule(name, small_mnar):
     split = make_split(small_mnar, 3)
     est = get_estimator(name)
-    c = est.calibration(split)
+    c = est.estimate_with_calibration(split)[1]
     rho = len(split.train) / (split.num_users * split.num_items)
     seen = np.maximum(split.train.histogram(), 1.0)
     prior = (np.full(5, 0.2) if name == "nb-uniform"
@@ -53,7 +53,7 @@ def test_naive_bayes_calibrates_to_bayes_rule(name, small_mnar):
 def test_data_item_calibrates_over_all_users(small_mnar):
     split = make_split(small_mnar, 0)
     p = np.linspace(0.1, 1.0, split.num_items)
-    c = DataItem(p).calibration(split)
+    c = DataItem(p).estimate_with_calibration(split)[1]
     assert np.isclose(c * p.mean(), len(split.train) / (split.num_users * split.num_items))
 
 
@@ -62,7 +62,7 @@ def test_stack_inputs_carries_one_factor_per_seed(small_mnar):
     factors = inputs.train["calibration"]
     assert factors.shape == (2,)
     for k, sp in enumerate(inputs.splits):
-        assert factors[k] == get_estimator("item").calibration(sp)
+        assert factors[k] == get_estimator("item").estimate_with_calibration(sp)[1]
 
 
 def test_an_estimator_without_calibration_stacks_none(small_mnar):
