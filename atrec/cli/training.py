@@ -35,13 +35,8 @@ def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> N
     from atrec.experiments.training import outcome_rows, train
     from atrec.reporting.tables import render
 
-    def progress(outcome):
-        if not quiet:
-            s = outcome.spec
-            click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
-                       f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
-
-    outcomes = train(request, progress=progress, scheduler=scheduler)
+    echo = None if quiet else functools.partial(click.echo, err=True)
+    outcomes = train(request, scheduler=scheduler, echo=echo)
     click.echo(render(outcome_rows(outcomes), fmt))
 
 
