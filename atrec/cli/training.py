@@ -108,7 +108,8 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:
-        outcomes = tune(request, progress=bars)
+        outcomes = tune(request, progress=bars,
+                        notice=None if quiet else functools.partial(click.echo, err=True))
     finally:
         bars.close()
     click.echo(render(outcome_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
