@@ -28,9 +28,10 @@ def friendly_errors(func):
         except AtrecError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("interrupted: finished runs are saved; run the same command again to resume",
-                       err=True)
+        except KeyboardInterrupt as exc:
+            # a run stopped by Ctrl-C says what it saved (atrec.experiments.interrupt)
+            what = str(exc) or "finished runs are saved; run the same command again to resume"
+            click.echo(f"interrupted: {what}", err=True)
             sys.exit(130)
 
     return wrapper

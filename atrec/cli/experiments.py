@@ -3,6 +3,7 @@ whole pipeline)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import click
@@ -83,14 +84,9 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
         at_settings=at_settings, data_draw=data_draw)
     require_writable("results")
 
-    def progress(outcome):
-        if not quiet:
-            s = outcome.spec
-            click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
-                       f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
-
-    result = run_variance(request, figures=figure, quiet=quiet, progress=progress,
-                          tune_progress=TuneProgress(enabled=not quiet and sys.stderr.isatty()))
+    result = run_variance(request, figures=figure, quiet=quiet,
+                          tune_progress=TuneProgress(enabled=not quiet and sys.stderr.isatty()),
+                          echo=None if quiet else functools.partial(click.echo, err=True))
     click.echo(render(variance_rows(result.points, numeric=fmt in ("csv", "json")), fmt,
                       numparse=False))
     echo_notes([describe_params(result), describe_settings(request),
@@ -108,8 +104,10 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
 @click.option("--variance/--no-variance", default=True, show_default=True,
               help="Include the ML-100K variance experiment (Figure 2).")
 @SCHEDULER_OPTION
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress lines inside the stages (one line per stage remains).")
 @friendly_errors
-def reproduce_command(tune, seeds, trials, variance, scheduler) -> None:
+def reproduce_command(tune, seeds, trials, variance, scheduler, quiet) -> None:
     """Run everything end to end: download, preprocess, (tune), train, report, check.
 
     Resumable: rerun after an interruption and finished work is reused. Local copies of the data
@@ -122,7 +120,8 @@ def reproduce_command(tune, seeds, trials, variance, scheduler) -> None:
     require_writable("results")
     require_writable("data")
     result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo,
-                       scheduler=scheduler)
+                       scheduler=scheduler,
+                       progress=None if quiet else functools.partial(click.echo, err=True))
     click.echo("\nOutputs:")
     for label, path in result.outputs.items():
         click.echo(f"  {label:44s} {path}")

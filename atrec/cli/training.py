@@ -35,13 +35,8 @@ def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> N
     from atrec.experiments.training import outcome_rows, train
     from atrec.reporting.tables import render
 
-    def progress(outcome):
-        if not quiet:
-            s = outcome.spec
-            click.echo(f"{s.dataset} {s.key}: trained {len(outcome.trained)} seed(s), reused "
-                       f"{len(outcome.reused)}, {outcome.seconds:.1f} s", err=True)
-
-    outcomes = train(request, progress=progress, scheduler=scheduler)
+    echo = None if quiet else functools.partial(click.echo, err=True)
+    outcomes = train(request, scheduler=scheduler, echo=echo)
     click.echo(render(outcome_rows(outcomes), fmt))
 
 
@@ -113,7 +108,8 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:
-        outcomes = tune(request, progress=bars)
+        outcomes = tune(request, progress=bars,
+                        notice=None if quiet else functools.partial(click.echo, err=True))
     finally:
         bars.close()
     click.echo(render(outcome_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,

@@ -20,12 +20,17 @@ import contextlib
 import logging
 import os
 import re
+import time
 import uuid
 from typing import Callable, Iterator
 
 from atrec.errors import AtrecError
+from atrec.experiments import interrupt
+from atrec.experiments.claims import Holder
+from atrec.experiments.driver import POLL_S
+from atrec.experiments.progress import StageProgress
 from atrec.experiments.records import provenance
-from atrec.experiments.runner import ConfigOutcome, compute_group
+from atrec.experiments.runner import ConfigOutcome, ConfigPlan, compute_group
 from atrec.experiments.training import TrainRequest, plan_request
 
 CONNECT_TIMEOUT_S = 10   # how long to try reaching a scheduler before saying what to do
@@ -83,59 +88,88 @@ def connect(scheduler: str) -> Iterator[object]:
 
 
 def train_on_dask(request: TrainRequest, scheduler: str, root=None,
-                  progress: Callable[[ConfigOutcome], None] | None = None) -> list[ConfigOutcome]:
-    """:func:`atrec.experiments.training.train` on a Dask cluster; same arguments and result.
+                  done: Callable[[ConfigPlan], None] | None = None,
+                  stage: StageProgress | None = None) -> list[ConfigOutcome]:
+    """:func:`atrec.experiments.training.train` on a Dask cluster; outcomes in training order.
 
-    Every group of every configuration is submitted at once, so all workers stay busy;
-    ``progress(outcome)`` is called when a configuration's last group is saved (at once for a
-    configuration with nothing left to train). Outcomes come back in training order.
+    Every group of every configuration is submitted at once, so all workers stay busy; groups
+    that another process on the same results folder has claimed are left to it and submitted
+    only if it goes without saving them (:meth:`ConfigPlan.take`). ``done(plan)`` is called when
+    a configuration's last group is saved (at once for a configuration with nothing left to
+    train); ``stage`` counts the seeds. Ctrl-C stops once the next group is saved.
     """
     _import_distributed()  # before touching data: a missing extra or a bad local:N come first
     parse_local(scheduler)
+    stage = stage or StageProgress()
     work = list(plan_request(request, root))
     plans = [plan for _, plans in work for plan in plans]
+    stage.expect(len(plans), sum(len(plan.spec.seeds) for plan in plans))
     for plan in plans:
-        if not plan.groups and progress:
-            progress(plan.finish())
+        stage.reused(len(plan.outcome.reused))
+        if not plan.groups and done:
+            done(plan)
     if any(plan.groups for plan in plans):
-        with connect(scheduler) as client:
-            _run_groups(client, scheduler, work, progress)
+        try:
+            with connect(scheduler) as client, interrupt.graceful_stop():
+                _run_groups(client, scheduler, work, done, stage)
+        finally:
+            for plan in plans:
+                plan.release()
     return [plan.finish() for plan in plans]
 
 
-def _run_groups(client, scheduler: str, work, progress) -> None:
-    """Submit every group left in ``work`` [(data, plans)], save the records as they arrive."""
-    from distributed import as_completed
-
+def _run_groups(client, scheduler: str, work, done, stage: StageProgress) -> None:
+    """Submit every group left in ``work`` [(data, plans)] that this process can claim, save the
+    records as they arrive, and come back to the groups claimed by other processes."""
     try:
         client.wait_for_workers(1, timeout=WORKER_WAIT_S)
     except (TimeoutError, OSError):
         raise AtrecError(f"no Dask worker joined the scheduler at {scheduler} within "
                          f"{WORKER_WAIT_S} s: start workers with 'dask worker ADDRESS'") from None
     command = provenance()["command"]
+    remote: dict = {}
     tasks: dict = {}
-    left: dict[int, int] = {}
-    for data, plans in work:
-        if not any(plan.groups for plan in plans):
-            continue
-        remote = client.scatter(data, broadcast=True)  # once per dataset, not once per task
-        for plan in plans:
-            left[id(plan)] = len(plan.groups)
-            for seeds in plan.groups:
-                key = f"atrec-{plan.spec.dataset}-{plan.spec.key}-{seeds[0]}-{uuid.uuid4().hex[:8]}"
-                future = client.submit(compute_group, remote, plan.spec, seeds, key=key,
-                                       pure=False)
-                tasks[future] = (plan, seeds)
-    for future in as_completed(list(tasks), loop=client.loop):
-        plan, seeds = tasks.pop(future)
-        records, elapsed = _result(future, scheduler)
-        for record in records:
-            # the command that asked for the run, not the worker's ``dask worker ...``
-            record["provenance"]["command"] = command
-        plan.save(seeds, records, elapsed)
+    left = {id(plan): len(plan.groups) for _, plans in work for plan in plans}
+    pending = [(data, plan, seeds) for data, plans in work for plan in plans
+               for seeds in plan.groups]
+
+    def settle(plan) -> None:
         left[id(plan)] -= 1
-        if left[id(plan)] == 0 and progress:
-            progress(plan.finish())
+        if left[id(plan)] == 0 and done:
+            done(plan)
+
+    while pending or tasks:
+        busy = []
+        for data, plan, seeds in pending:
+            before = len(plan.outcome.reused)
+            got = plan.take(seeds)
+            if isinstance(got, Holder):
+                busy.append((data, plan, seeds))
+                continue
+            stage.reused(len(plan.outcome.reused) - before)
+            if not got:
+                settle(plan)
+                continue
+            if id(data) not in remote:   # once per dataset, not once per task
+                remote[id(data)] = client.scatter(data, broadcast=True)
+            key = f"atrec-{plan.spec.dataset}-{plan.spec.key}-{got[0]}-{uuid.uuid4().hex[:8]}"
+            future = client.submit(compute_group, remote[id(data)], plan.spec, got, key=key,
+                                   pure=False)
+            tasks[future] = (plan, got)
+        pending = busy
+        finished = [f for f in tasks if f.done()]
+        if not finished:
+            time.sleep(POLL_S)
+        for future in finished:
+            plan, seeds = tasks.pop(future)
+            records, elapsed = _result(future, scheduler)
+            for record in records:
+                # the command that asked for the run, not the worker's ``dask worker ...``
+                record["provenance"]["command"] = command
+            plan.save(seeds, records, elapsed)
+            stage.saved(plan.name, len(seeds))
+            settle(plan)
+            interrupt.check(stage.interrupted)
 
 
 def _result(future, scheduler: str) -> tuple[list[dict], float]:

@@ -34,8 +34,11 @@ class PipelineResult:
 
 
 def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: bool = True,
-              echo: Callable[[str], None] = print, scheduler: str | None = None) -> PipelineResult:
-    """Run every stage; ``echo`` receives one line per stage with its elapsed time.
+              echo: Callable[[str], None] = print, scheduler: str | None = None,
+              progress: Callable[[str], None] | None = None) -> PipelineResult:
+    """Run every stage; ``echo`` receives one line per stage with its elapsed time, and
+    ``progress`` (``None``: none) the lines inside the train and variance stages, one per
+    configuration with the seeds done and the time left, so that a long stage is not silent.
 
     ``scheduler`` (a Dask scheduler address or ``local:N``) trains Table 1 on a Dask cluster
     (:func:`atrec.experiments.training.train`); the other stages run here.
@@ -94,7 +97,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
 
         outcomes = train(TrainRequest(table_sets, list(table1_propensities()), [False, True],
                                       list(range(seeds)), params=params),
-                         scheduler=scheduler)
+                         scheduler=scheduler, echo=progress)
         trained = sum(len(o.trained) for o in outcomes)
         reused = sum(len(o.reused) for o in outcomes)
         return (f"{len(outcomes)} configurations on {', '.join(table_sets)}: {trained} runs "
@@ -103,7 +106,8 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     def do_variance() -> str:
         from atrec.experiments import variance as var
 
-        out = var.reproduce_variance(seeds=seeds, tune_trials=trials if tune else None)
+        out = var.reproduce_variance(seeds=seeds, tune_trials=trials if tune else None,
+                                     echo=progress)
         result.outputs.update(out.outputs)
         return out.summary
 

@@ -26,6 +26,7 @@ import numpy as np
 from atrec.data.ratings import RatingData
 from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.evaluation.metrics import ndcg_variants
+from atrec.experiments.claims import GroupClaim, Holder, try_claim
 from atrec.experiments.params import HyperParams
 from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance,
                                        record_path, save_record, variant_suffix)
@@ -218,27 +219,93 @@ class ConfigPlan:
 
     The one plan behind both a local run (:func:`run_config`) and a run on a Dask cluster
     (:mod:`atrec.experiments.distributed`), so both skip the same seeds and group them alike,
-    and hence give the same numbers.
+    and hence give the same numbers. Before training a group, :meth:`take` claims its seeds
+    (:mod:`atrec.experiments.claims`), so that processes sharing the results folder never train
+    a seed twice; :meth:`save` and :meth:`release` give the claims back.
     """
 
     spec: RunSpec
     root: Path | None
     groups: list[tuple[int, ...]]
     outcome: ConfigOutcome
+    # records present at planning but not reused (corrupt, or --force), by seed: their mtime
+    skipped: dict[int, int] = field(default_factory=dict)
+    claims: dict[tuple[int, ...], GroupClaim] = field(default_factory=dict, repr=False)
 
     @property
     def todo(self) -> int:
         """How many seeds are to be trained."""
         return sum(len(g) for g in self.groups)
 
+    @property
+    def name(self) -> str:
+        """``dataset key`` (``coat item-at``), as progress lines and messages name it."""
+        return f"{self.spec.dataset} {self.spec.key}"
+
+    def _path(self, seed: int) -> Path:
+        return record_path(self.spec.dataset, self.spec.key, self.spec.label, seed, self.root)
+
+    def take(self, seeds) -> tuple[int, ...] | Holder:
+        """Claim the seeds of a group for this process before training them.
+
+        Returns the seeds to train now (their claims are held until :meth:`save`), ``()`` when
+        another process saved all of them since planning (loaded and counted as reused), or the
+        :class:`~atrec.experiments.claims.Holder` of a live claim on them: come back later.
+        """
+        left = self._reuse_new(seeds)
+        if not left:
+            return ()
+        got = try_claim(self._path(left[0]).parent, left)
+        if isinstance(got, Holder):
+            return got
+        left = self._reuse_new(left)   # saved between the look and the claim
+        if not left:
+            got.release()
+            return ()
+        self.claims[tuple(left)] = got
+        return tuple(left)
+
+    def _reuse_new(self, seeds) -> list[int]:
+        """Load the records of ``seeds`` written since planning; return the seeds still without."""
+        have = set(self.outcome.reused) | set(self.outcome.trained)
+        left = []
+        for seed in seeds:
+            if seed in have:
+                continue
+            path = self._path(seed)
+            try:
+                mtime = path.stat().st_mtime_ns
+            except FileNotFoundError:
+                mtime = None
+            record = None
+            if mtime is not None and self.skipped.get(seed) != mtime:
+                record = load_reusable(path)
+            if record is None:
+                left.append(seed)
+            else:
+                self.outcome.records.append(record)
+                self.outcome.reused.append(seed)
+        return left
+
     def save(self, seeds: tuple[int, ...], records: list[dict], elapsed: float) -> None:
-        """Write the records of one finished group (atomically) and count them as trained."""
+        """Write the records of one finished group (atomically), count them as trained and give
+        their claims back."""
         self.outcome.seconds += elapsed
-        for seed, record in zip(seeds, records):
-            save_record(record, record_path(self.spec.dataset, self.spec.key, self.spec.label,
-                                            seed, self.root))
-            self.outcome.records.append(record)
-            self.outcome.trained.append(seed)
+        try:
+            for seed, record in zip(seeds, records):
+                save_record(record, self._path(seed))
+                self.outcome.records.append(record)
+                self.outcome.trained.append(seed)
+        finally:
+            claim = self.claims.pop(tuple(seeds), None)
+            if claim:
+                claim.release()
+
+    def release(self) -> None:
+        """Give back every claim still held (a run that stops early: error, Ctrl-C)."""
+        for claim in self.claims.values():
+            claim.release()
+        self.claims.clear()
 
     def finish(self) -> ConfigOutcome:
         """The outcome, records in seed order."""
@@ -253,7 +320,7 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
     depend on the seeds stacked with it only through the grouping, which is fixed here.
     """
     outcome = ConfigOutcome(spec)
-    todo = []
+    todo, skipped = [], {}
     for seed in spec.seeds:
         path = record_path(spec.dataset, spec.key, spec.label, seed, root)
         record = None if force else load_reusable(path)
@@ -262,9 +329,11 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
             outcome.reused.append(seed)
         else:
             todo.append(seed)
+            if path.exists():
+                skipped[seed] = path.stat().st_mtime_ns
     size = group_size(data, spec.params.dim, len(todo)) if todo else 1
     groups = [tuple(todo[lo:lo + size]) for lo in range(0, len(todo), size)]
-    return ConfigPlan(spec, root, groups, outcome)
+    return ConfigPlan(spec, root, groups, outcome, skipped)
 
 
 def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], float]:
@@ -282,17 +351,17 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
 
 
 def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
-               on_group=None) -> ConfigOutcome:
+               stage=None) -> ConfigOutcome:
     """Train the seeds of ``spec`` that have no record yet (all with ``force``) and save them.
 
-    ``on_group(done, total)`` is called after every saved group (for progress bars).
+    Groups claimed by another process are left to it and their records loaded when it is done
+    (:func:`atrec.experiments.driver.train_plans`); ``stage``
+    (:class:`~atrec.experiments.progress.StageProgress`) counts the seeds saved.
     """
+    from atrec.experiments.driver import train_plans
+
     plan = plan_config(data, spec, root, force)
-    for seeds in plan.groups:
-        records, elapsed = compute_group(data, spec, seeds)
-        plan.save(seeds, records, elapsed)
-        if on_group:
-            on_group(len(plan.outcome.trained), plan.todo)
+    train_plans([(data, [plan])], stage)
     return plan.finish()
 
 

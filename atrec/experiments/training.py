@@ -5,14 +5,15 @@ summarised in one row per configuration."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from atrec.data.ratings import RatingData
 from atrec.evaluation.summary import summarize
+from atrec.experiments.driver import train_plans
 from atrec.experiments.params import get_params
-from atrec.experiments.runner import (ConfigOutcome, ConfigPlan, RunSpec, compute_group,
-                                      plan_config)
+from atrec.experiments.progress import StageProgress
+from atrec.experiments.runner import ConfigOutcome, ConfigPlan, RunSpec, plan_config
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, METRICS
 from atrec.propensity.registry import propensity_label
@@ -83,28 +84,36 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
         yield data, plans
 
 
-def train(request: TrainRequest, root=None, progress=None,
-          scheduler: str | None = None) -> list[ConfigOutcome]:
+def train(request: TrainRequest, root=None, progress=None, scheduler: str | None = None,
+          echo: Callable[[str], None] | None = None) -> list[ConfigOutcome]:
     """Train every selected configuration; ``progress(outcome)`` after each one.
 
+    ``echo(line)`` receives one progress line per finished configuration (configurations and
+    seeds done, time so far and left: :class:`~atrec.experiments.progress.StageProgress`).
     ``scheduler``: the address of a Dask scheduler (``tcp://HOST:8786``) or ``local:N`` to train
     the groups of seeds on a Dask cluster (:mod:`atrec.experiments.distributed`); this process
-    still writes every record. ``None``: train here, one group after another.
+    still writes every record. ``None``: train here, one group after another. Either way groups
+    that another process on the same results folder is training are left to it and their
+    records loaded afterwards (:mod:`atrec.experiments.claims`), and Ctrl-C stops after saving
+    the group in progress (:class:`~atrec.experiments.interrupt.RunInterrupted`).
     """
+    stage = StageProgress(echo)
+
+    def done(plan: ConfigPlan) -> None:
+        outcome = plan.finish()
+        stage.done(plan.name, len(outcome.trained), len(outcome.reused))
+        if progress:
+            progress(outcome)
+
     if scheduler:
         from atrec.experiments.distributed import train_on_dask
 
-        return train_on_dask(request, scheduler, root, progress)
-    outcomes = []
-    for data, plans in plan_request(request, root):
-        for plan in plans:
-            for seeds in plan.groups:
-                plan.save(seeds, *compute_group(data, plan.spec, seeds))
-            outcome = plan.finish()
-            outcomes.append(outcome)
-            if progress:
-                progress(outcome)
-    return outcomes
+        return train_on_dask(request, scheduler, root, done, stage)
+    work = list(plan_request(request, root))
+    plans = [plan for _, ps in work for plan in ps]
+    stage.expect(len(plans), sum(len(plan.spec.seeds) for plan in plans))
+    train_plans(work, stage, done)
+    return [plan.finish() for plan in plans]
 
 
 def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:

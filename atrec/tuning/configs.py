@@ -96,14 +96,16 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                 objective_note: str = OBJECTIVE_NOTE, settings=None, at_settings=None,
                 study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
                 progress: Callable[[Progress], None] | None = None,
-                export_path: Path | None = None, method: str = DEFAULT_METHOD) -> StudyOutcome:
+                export_path: Path | None = None, method: str = DEFAULT_METHOD,
+                notice: Callable[[str], None] | None = None) -> StudyOutcome:
     """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
 
     The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``;
     ``objective``
     defaults to :func:`make_objective` (then ``objective_note`` should say what a custom one
     measures, since it is stored with the study). ``storage``: a URL or an opened storage
-    (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file.
+    (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file; ``notice``
+    as in :func:`run_study` (what this worker waits for).
     """
     if objective is None:
         objective = make_objective(data, propensity, with_at, settings, at_settings, method)
@@ -111,7 +113,7 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                         objective_note, method)
     name = study_name(study_prefix, data.name, propensity, with_at, method)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
-                        progress=progress, space=SearchSpace.for_method(method))
+                        progress=progress, space=SearchSpace.for_method(method), notice=notice)
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
     outcome.method = method
     export_best([outcome], export_path)
@@ -119,11 +121,13 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
 
 
 def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = None,
-         export_path: Path | None = None, loader: Callable | None = None) -> list[StudyOutcome]:
+         export_path: Path | None = None, loader: Callable | None = None,
+         notice: Callable[[str], None] | None = None) -> list[StudyOutcome]:
     """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
 
     Datasets are read with ``loader(name)`` (default :func:`atrec.data.preprocess.load_data`). After
     each study, its best parameters are merged into ``export_path`` (default the tuned file).
+    ``notice(line)``: when a worker starts waiting for a killed worker's trial (:func:`run_study`).
     """
     if loader is None:
         from atrec.data.preprocess import load_data as loader
@@ -137,7 +141,7 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
                 data, propensity, with_at, request.trials, storage,
                 settings=request.settings, at_settings=request.at_settings,
                 study_prefix=request.study_prefix, worker=request.worker,
-                progress=progress, export_path=export_path, method=method))
+                progress=progress, export_path=export_path, method=method, notice=notice))
     return outcomes
 
 

@@ -203,6 +203,49 @@ def _best(trials) -> tuple[float | None, object]:
     return float(best.value), best
 
 
+def _heartbeat_ages(study) -> dict[int, float]:
+    """Seconds since the last heartbeat of each RUNNING trial that has one, by trial number.
+
+    Read from an RDB storage's heartbeat table (Optuna keeps no public reader of it); other
+    storages, or an Optuna whose tables differ, give ``{}``: the notice it feeds is only a help.
+    """
+    try:
+        import sqlalchemy
+        from optuna.storages._rdb import models
+        from optuna.storages._rdb.storage import _create_scoped_session
+
+        storage = getattr(study._storage, "_backend", study._storage)
+        if not isinstance(storage, optuna.storages.RDBStorage):
+            return {}
+        with _create_scoped_session(storage.scoped_session) as session:
+            now = session.execute(sqlalchemy.func.now()).scalar().replace(tzinfo=None)
+            rows = (session.query(models.TrialModel.number, models.TrialHeartbeatModel.heartbeat)
+                    .join(models.TrialHeartbeatModel,
+                          models.TrialHeartbeatModel.trial_id == models.TrialModel.trial_id)
+                    .filter(models.TrialModel.study_id == study._study_id,
+                            models.TrialModel.state == TrialState.RUNNING).all())
+        return {int(n): (now - beat.replace(tzinfo=None)).total_seconds() for n, beat in rows}
+    except Exception:   # noqa: BLE001 - a private table: never let the notice break tuning
+        return {}
+
+
+def _say_silent(study, trials, worker: WorkerSettings, told: set, notice) -> None:
+    """One line per other worker's RUNNING trial whose heartbeat stopped (once per trial): this
+    worker waits for it up to the grace period before counting it failed."""
+    if notice is None:
+        return
+    ages = _heartbeat_ages(study)
+    for t in trials:
+        age = ages.get(t.number)
+        if (t.state == TrialState.RUNNING and t.number not in told and age is not None
+                and age > 2 * worker.heartbeat_interval):
+            told.add(t.number)
+            owner = t.user_attrs.get(WORKER_ATTR, "unknown")
+            notice(f"waiting up to {max(0, worker.grace_period - age):.0f} s for trial "
+                   f"{t.number} of worker {owner} (no heartbeat for {age:.0f} s) before "
+                   f"counting it failed")
+
+
 @contextlib.contextmanager
 def quiet_optuna():
     """Optuna's logger at ERROR for the ``with`` block (restored afterwards)."""
@@ -217,7 +260,8 @@ def quiet_optuna():
 def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DEFAULT_TRIALS,
               storage=None, *, space: SearchSpace = SEARCH_SPACE, seed: int = SAMPLER_SEED,
               worker: WorkerSettings | None = None, attrs: dict | None = None,
-              progress: Callable[[Progress], None] | None = None) -> StudyOutcome:
+              progress: Callable[[Progress], None] | None = None,
+              notice: Callable[[str], None] | None = None) -> StudyOutcome:
     """Work on study ``name`` until it holds ``n_trials`` COMPLETE trials (over all workers).
 
     ``objective(params) -> float`` is minimised over ``space`` (``epsilon`` only ``with_at``).
@@ -225,7 +269,9 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
     object. ``attrs`` describe what the objective measures; they are stored with a new study,
     and a worker whose ``attrs`` differ from the stored ones is refused (:class:`AtrecError`)
     rather than mixing two objectives in one study. ``progress`` is called once at the start
-    and after every trial of this worker. Returns the study's state when it is done.
+    and after every trial of this worker. ``notice(line)`` is told when this worker starts
+    waiting for another worker's trial whose heartbeat stopped (a killed worker's trial counts
+    as failed only after ``grace_period``). Returns the study's state when it is done.
     """
     if int(n_trials) != n_trials or n_trials < 1:
         raise AtrecError(f"--trials {n_trials}: give a positive number of trials (e.g. 25)")
@@ -261,12 +307,14 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
         report(study.get_trials(deepcopy=False))
         finished: list = []
         failures = 0
+        told: set[int] = set()
         while True:
             trials = _fail_stale(study, worker.grace_period)
             complete, running = _counts(trials)
             if complete >= n_trials:
                 break
             if complete + running >= n_trials:
+                _say_silent(study, trials, worker, told, notice)
                 time.sleep(worker.poll_seconds)  # other workers are finishing the last trials
                 continue
             study.optimize(trial_objective, n_trials=1, catch=(_Surplus,),

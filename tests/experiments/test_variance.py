@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -304,3 +305,30 @@ def test_end_to_end_with_at_reduced(ml100k_data, tmp_path):
     assert "| 50 " in text and p.ratio["mse"].text() in text
     assert "parameters: default set" in text and "AT 20 pre-training" in text
     assert report.summary.endswith(f"MSE w/ / w/o AT by min_items: 50: {p.ratio['mse'].mean:.3f}")
+
+
+def test_cli_variance_progress_lines_and_quiet(data_dir, tmp_path, monkeypatch):
+    """One line per (min_items, method) with the counts on standard error; none with --quiet."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import SHARED
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, ATREC_RESULTS_DIR=str(tmp_path / "results"), PYTHONPATH=str(repo),
+               ATREC_ML_100K_SOURCE=str(SHARED / "ml-100k"), TF_CPP_MIN_LOG_LEVEL="3")
+    args = [sys.executable, "-m", "atrec", "variance", "--min-items", "50", "--seeds", "2",
+            "--steps", "5", "--pre-steps", "5", "--no-figure"]
+    first = subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    lines = [line for line in first.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 2, first.stderr
+    assert re.match(r"\[1/2\] ml-100k-min50 \S+: 2 seed\(s\) trained, 0 reused; 2/4 seeds, "
+                    r"\d+:\d\d elapsed, about \d+:\d\d left", lines[0]), lines
+    assert re.match(r"\[2/2\] ml-100k-min50 \S+: 2 seed\(s\) trained, 0 reused; 4/4 seeds", lines[1])
+    quiet = subprocess.run(args + ["--quiet"], cwd=repo, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert quiet.returncode == 0 and not any(line.startswith("[") for line in
+                                             quiet.stderr.splitlines()), quiet.stderr

@@ -8,6 +8,7 @@ test tunes the real objective on tiny data with 20 steps, one runs ``atrec tune`
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -410,3 +411,31 @@ def test_cli_tune_bad_input_is_one_line(args, message, coat_dir, tmp_path):
     assert message in result.stderr and "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "results" / "optuna.db").exists()
+
+
+def test_waiting_for_a_killed_workers_trial_is_said_once(tmp_path):
+    """Target 1 and a killed worker's trial RUNNING: the resumed worker can only wait for its
+    heartbeat to go stale, and says so in one line naming the trial and the worker."""
+    proc = start_worker(tmp_path, "wait", 1, 600.0)
+    deadline = time.time() + 60
+    running = []
+    try:
+        while time.time() < deadline and not running:
+            try:
+                running = [t for t in trials_of(url(tmp_path), "wait")
+                           if t.state == TrialState.RUNNING and "worker" in t.user_attrs]
+            except KeyError:
+                pass
+            time.sleep(0.1)
+        assert running, "the worker never started a trial"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    lines: list[str] = []
+    slow = WorkerSettings(heartbeat_interval=1, grace_period=6, poll_seconds=0.1)
+    out = run_study("wait", Counting(), False, 1, url(tmp_path), worker=slow, notice=lines.append)
+    assert out.complete == 1
+    owner = running[0].user_attrs["worker"]
+    assert len(lines) == 1, lines
+    assert re.fullmatch(rf"waiting up to \d+ s for trial 0 of worker {re.escape(owner)} \(no "
+                        rf"heartbeat for \d+ s\) before counting it failed", lines[0]), lines

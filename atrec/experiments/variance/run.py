@@ -11,6 +11,8 @@ from pathlib import Path
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
 from atrec.experiments.records import RecordError, load_record, params_label, record_path
+from atrec.experiments import interrupt
+from atrec.experiments.progress import StageProgress
 from atrec.experiments.runner import ConfigOutcome, RunSpec, run_config
 from atrec.experiments.training import ensure_data
 from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
@@ -50,7 +52,8 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
                  root: Path | str | None = None,
                  figures: bool = True, out_dir: Path | None = None, quiet: bool = True,
                  progress: Callable[[ConfigOutcome], None] | None = None,
-                 tune_progress: Callable | None = None) -> VarianceResult:
+                 tune_progress: Callable | None = None,
+                 echo: Callable[[str], None] | None = None) -> VarianceResult:
     """Train MF-IPS without / with AT for every ``min_items`` and seed; summarise; draw Figure 2.
 
     ``data``: ML-100K as :func:`atrec.data.preprocess.load_data` gives it (all of ``u.data`` as
@@ -58,7 +61,10 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
     needed). ``root``: results folder of the records (default ``results/``); ``out_dir``: folder
     of the figure (default ``<root>/figures``). ``progress(outcome)`` is called after each
     (min_items, method) with the outcomes of its seeds merged into one; ``tune_progress`` after
-    every tuning trial (see :func:`tune_variance`).
+    every tuning trial (see :func:`tune_variance`); ``echo(line)`` one progress line per
+    (min_items, method) with the seeds done and the time left
+    (:class:`~atrec.experiments.progress.StageProgress`). Ctrl-C stops after saving the group in
+    progress (:class:`~atrec.experiments.interrupt.RunInterrupted`).
     """
     start = time.perf_counter()
     root = None if root is None else Path(root)
@@ -79,28 +85,13 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
     if not request.force:
         check_reusable(request, params_label(source), root)
     result = VarianceResult(request, [], params, source, studies=studies)
-    for min_items in request.min_items:
-        # seeds that share a data draw are trained together (stacked, one compilation)
-        draws: dict[int, list[int]] = {}
-        for seed in request.seeds:
-            draws.setdefault(request.data_seed(seed), []).append(seed)
-        point_data = {d: build_point_data(data, min_items, d) for d in draws}
-        records: list[dict] = []
-        for with_at in request.at_options:
-            hp = params[(min_items, with_at)]
-            merged = None
-            for d, seeds in draws.items():
-                spec = run_spec(point_data[d], with_at, hp, source, tuple(seeds), request)
-                outcome = run_config(point_data[d].data, spec, root, force=request.force)
-                merged = _merge(merged, outcome, request.seeds)
-            merged.records.sort(key=lambda r: r["seed"])
-            result.outcomes.append(merged)
-            records += merged.records
-            if progress:
-                progress(merged)
-        first = next(iter(point_data.values()))
-        result.points.append(summarize_point(min_items, first.min_relative_propensity,
-                                             first.data.num_users, first.data.num_items, records))
+    stage = StageProgress(echo)
+    n_configs = len(request.min_items) * len(request.at_options)
+    stage.expect(n_configs, n_configs * len(request.seeds))
+    with interrupt.graceful_stop():
+        for min_items in request.min_items:
+            result.points.append(_train_point(request, data, min_items, params, source, root,
+                                              stage, result, progress))
     if figures:
         from atrec.reporting.figures import figure2, save_figure
 
@@ -110,6 +101,36 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
         result.figures = save_figure(fig, FIGURE_NAME, out_dir)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _train_point(request: VarianceRequest, data: RatingData, min_items: int, params: dict,
+                 source: str, root, stage: StageProgress, result: VarianceResult,
+                 progress) -> VariancePoint:
+    """Train (or reuse) both methods at one ``min_items``; its point of Figure 2."""
+    # seeds that share a data draw are trained together (stacked, one compilation)
+    draws: dict[int, list[int]] = {}
+    for seed in request.seeds:
+        draws.setdefault(request.data_seed(seed), []).append(seed)
+    point_data = {d: build_point_data(data, min_items, d) for d in draws}
+    records: list[dict] = []
+    for with_at in request.at_options:
+        hp = params[(min_items, with_at)]
+        merged = None
+        for d, seeds in draws.items():
+            spec = run_spec(point_data[d], with_at, hp, source, tuple(seeds), request)
+            outcome = run_config(point_data[d].data, spec, root, force=request.force, stage=stage)
+            merged = _merge(merged, outcome, request.seeds)
+        merged.records.sort(key=lambda r: r["seed"])
+        result.outcomes.append(merged)
+        records += merged.records
+        stage.done(f"{merged.spec.dataset} {merged.spec.key}", len(merged.trained),
+                   len(merged.reused))
+        if progress:
+            progress(merged)
+        interrupt.check(stage.interrupted)
+    first = next(iter(point_data.values()))
+    return summarize_point(min_items, first.min_relative_propensity, first.data.num_users,
+                           first.data.num_items, records)
 
 
 def check_reusable(request: VarianceRequest, label: str, root: Path | None = None) -> None:
@@ -188,7 +209,8 @@ class VarianceReport:
 
 
 def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None = None,
-                       quiet: bool = True, tune_trials: int | None = None) -> VarianceReport:
+                       quiet: bool = True, tune_trials: int | None = None,
+                       echo: Callable[[str], None] | None = None) -> VarianceReport:
     """The whole Figure-2 experiment for ``atrec reproduce`` / ``make reproduce``.
 
     Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``, PROTOCOL.md's
@@ -197,18 +219,19 @@ def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None
     """
     request = VarianceRequest(seeds=tuple(range(seeds)), params=TUNED if tune_trials else params,
                               tune_trials=tune_trials)
-    return variance_report(request, root=root, quiet=quiet)
+    return variance_report(request, root=root, quiet=quiet, echo=echo)
 
 
 def variance_report(request: VarianceRequest, data: RatingData | None = None,
-                    root: Path | None = None, quiet: bool = True) -> VarianceReport:
-    """:func:`run_variance`, then ``<root>/variance.md`` (the table, the parameter and settings
+                    root: Path | None = None, quiet: bool = True,
+                    echo: Callable[[str], None] | None = None) -> VarianceReport:
+    """:func:`run_variance` (``echo``: its progress lines), then ``<root>/variance.md`` (the table, the parameter and settings
     lines) beside Figure 2; returns the paths and a one-line summary. Resumable."""
     from atrec.paths import results_dir
     from atrec.experiments.records import atomic_write_text
     from atrec.reporting.tables import render
 
-    result = run_variance(request, data, root=root, quiet=quiet)
+    result = run_variance(request, data, root=root, quiet=quiet, echo=echo)
     base = results_dir() if root is None else Path(root)
     table = base / "variance.md"
     text = render(variance_rows(result.points), "markdown", numparse=False)
