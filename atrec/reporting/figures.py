@@ -28,6 +28,8 @@ from atrec.paths import results_dir
 from atrec.evaluation.summary import Summary
 
 FORMATS = ("png", "pdf")
+# (a) is a mean squared error and (b) a mean absolute difference, both in rating units.
+FIGURE3_YLABEL = "(a) MSE on pseudo-labels, (b) mean |A1 - A2|"
 
 
 def figures_dir() -> Path:
@@ -156,7 +158,7 @@ def figure3(summary: Summary) -> Figure | None:
     """
     return _trace_figure(summary, [("pseudo_loss", "(a) loss on pseudo-labels"),
                                    ("discrepancy", "(b) discrepancy |A1 - A2|"),
-                                   ("a+b", "(a) + (b)")], "value",
+                                   ("a+b", "(a) + (b)")], FIGURE3_YLABEL,
                          "Figure 3: pseudo-labelling losses of asymmetric tri-training")
 
 
