@@ -117,7 +117,7 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
            claims: bool = True, significance: bool = True, figures: bool = True,
            params: str = PUBLISHED, root: Path | None = None,
            expected_seeds: int = EXPECTED_SEEDS, figures_dir: Path | None = None,
-           method: str = DEFAULT_METHOD) -> ReportOutput:
+           method: str = DEFAULT_METHOD, header: bool = True) -> ReportOutput:
     """Build the report of the results under ``root`` (default: the results folder).
 
     Sections, in order: Table 1; the significance table (``significance``); the data statistics
@@ -125,7 +125,9 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
     results. Figures 1, 3 and 4 are written under ``figures_dir`` (default
     ``<results>/figures``; ``<results>/figures/<method>`` for a method other than MF-IPS) when
     ``figures``. ``method``: whose results fill the paper's layout (default MF-IPS, the paper's
-    Table 1). Raises :class:`AtrecError` when there are no results.
+    Table 1). ``header``: in markdown, start with :func:`atrec.reporting.header.report_header`
+    (title, date, versions, parameters, seeds, data checksums, links relative to the results
+    folder). Raises :class:`AtrecError` when there are no results.
     """
     if fmt not in FORMATS:
         raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
@@ -159,6 +161,11 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
         paths, fig_notices = write_figures(summary, data_stats, figures_dir)
         notices += fig_notices
     text = _assemble(sections, claim_list if claims else None, summary, fmt)
+    if header and fmt == "markdown":
+        from atrec.reporting.header import report_header
+
+        base = results_dir() if root is None else Path(root)
+        text = report_header(summary, paths, base, root) + "\n\n" + text
     return ReportOutput(text=text, figures=tuple(paths), notices=tuple(notices))
 
 
