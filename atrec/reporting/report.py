@@ -33,12 +33,14 @@ from atrec.reporting.claims import Claim, claims_text, evaluate_claims
 from atrec.reporting.common import (
     DATASET_LABELS,
     METRIC_LABELS,
+    at_column_groups,
     heading,
     json_safe,
     ndcg_metrics,
     signed,
     train_hint,
 )
+from atrec.reporting.latex import latex_escape
 from atrec.reporting.table1 import table1_legend, table1_rows
 from atrec.reporting.tables import FORMATS, render
 
@@ -84,6 +86,9 @@ def _format_sig_rows(tests: list, fmt: str) -> list[dict]:
     for row in rows:
         row["dataset"] = DATASET_LABELS.get(row["dataset"], row["dataset"])
         row["propensity"] = propensity_label(row["propensity"])
+        if fmt == "latex":
+            row["dataset"], row["propensity"] = map(latex_escape, (row["dataset"],
+                                                                   row["propensity"]))
         row["metric"] = METRIC_LABELS.get(row["metric"], row["metric"])  # no "_" for LaTeX
         for key, value in row.items():
             if value is None or (isinstance(value, float) and not math.isfinite(value)):
@@ -140,7 +145,9 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
                 for d in summary.datasets if not summary.has_results(d)]
     sections: dict[str, tuple[list[dict], list[str], dict]] = {}  # title -> rows, columns, options
     rows, columns = table1_rows(summary, fmt, std, ndcg, compare)
-    sections["Table 1"] = (rows, columns, {"numparse": False})
+    sections["Table 1"] = (rows, columns, {"numparse": False, "block": "data", "groups":
+                                           at_column_groups(("mae", "mse", *ndcg_metrics(ndcg)),
+                                                            ndcg)})
     if significance:
         from atrec.evaluation.significance import significance_table
 
