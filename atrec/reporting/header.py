@@ -117,8 +117,8 @@ def report_header(summary: Summary, figures: Sequence[Path], base: Path,
              f"- Date: {now.strftime('%Y-%m-%d %H:%M UTC')}",
              f"- atrec: {version}",
              f"- Method: {summary.method}",
-             f"- Parameter set: {summary.params} (each hyperparameter's values over the "
-             f"configurations)"]
+             (f"- Parameter set: {summary.params} (each hyperparameter's values over the "
+              f"configurations)")]
     lines += [f"  - {DATASET_LABELS.get(d, d)}: {_param_values(records, d)}"
               for d in summary.datasets]
     seeds = [r["seed"] for r in records]

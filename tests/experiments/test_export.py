@@ -97,7 +97,8 @@ def test_csv_round_trips_with_load_runs(root, tmp_path, selection):
     out = tmp_path / "runs.csv"
     out.write_text(result.stdout)
     read = pd.read_csv(out)
-    kwargs = dict(datasets=["coat"], methods=["mf-ips"], params=["published"]) if selection else {}
+    kwargs = ({"datasets": ["coat"], "methods": ["mf-ips"], "params": ["published"]}
+              if selection else {})
     frame = atrec.load_runs(root, **kwargs)
     assert len(read) == len(frame) == (10 if selection else 16)
     pd.testing.assert_frame_equal(read, frame)
@@ -128,7 +129,7 @@ def test_bad_input_is_one_line(root, args, code, message):
 
 
 def test_parquet_without_pyarrow_names_the_extra(root, tmp_path, monkeypatch):
-    import atrec.export as export
+    from atrec import export
 
     monkeypatch.setattr(export.importlib.util, "find_spec", lambda name: None)
     result = CliRunner().invoke(main, ["export", "--format", "parquet", "-o",
