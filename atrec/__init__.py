@@ -15,4 +15,14 @@ from atrec.errors import AtrecError  # noqa: E402
 from atrec.data.ratings import Ratings  # noqa: E402
 from atrec.data.splits import Split, make_split  # noqa: E402
 
-__all__ = ["AtrecError", "Ratings", "Split", "make_split", "__version__"]
+__all__ = ["AtrecError", "Ratings", "Split", "load_runs", "make_split", "__version__"]
+
+
+def __getattr__(name: str):
+    """``atrec.load_runs`` (:func:`atrec.export.load_runs`), imported on first use so that
+    ``import atrec`` does not import pandas."""
+    if name == "load_runs":
+        from atrec.export import load_runs
+
+        return load_runs
+    raise AttributeError(f"module 'atrec' has no attribute {name!r}")

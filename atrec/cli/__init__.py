@@ -10,7 +10,7 @@ Shared vocabulary (the same option means the same thing everywhere): ``--dataset
 ``--format``, ``--quiet``, ``--force``.
 """
 
-from atrec.cli import data, experiments, results, training  # noqa: E402, F401  (commands)
+from atrec.cli import data, experiments, export, results, training  # noqa: E402, F401  (commands)
 from atrec.cli.app import main  # noqa: E402
 
 __all__ = ["main"]

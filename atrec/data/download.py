@@ -25,6 +25,7 @@ from atrec.data.catalogue import DatasetSpec, get_spec, raw_dir, resolve_names, 
 from atrec.data.integrity import verify_file
 from atrec.data.sources import ARCHIVE_SUFFIXES, stage_from_archive, stage_from_source
 from atrec.errors import AtrecError, DataError
+from atrec.fileio import make_folder, temp_folder
 from atrec.paths import data_dir
 
 DOWNLOAD_TIMEOUT_S = 60
@@ -126,7 +127,7 @@ def _verify_staged(spec: DatasetSpec, staging: Path, origin: str) -> None:
 
 def _download_into(spec: DatasetSpec, raw: Path, parent: Path, source, quiet: bool):
     name = spec.name
-    staging = Path(tempfile.mkdtemp(prefix=".raw-staging-", dir=parent))
+    staging = temp_folder(parent, ".raw-staging-")  # renamed into place: umask modes
     try:
         if source is None:
             origin = spec.url
@@ -197,7 +198,7 @@ def _cached_ok(spec: DatasetSpec, raw: Path) -> bool:
 def _writable_dir(path: Path) -> Path:
     """Create ``path`` if needed and make sure files can be written in it."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_folder(path)
         probe = tempfile.NamedTemporaryFile(dir=path, prefix=".probe-")
         probe.close()
     except OSError as exc:

@@ -35,7 +35,7 @@ from atrec.data.integrity import read_bytes, sha256_hex, verify_file
 from atrec.errors import DataError
 from atrec.paths import data_dir
 from atrec.data.ratings import RatingData, Ratings
-from atrec.experiments.records import atomic_write_bytes, atomic_write_text
+from atrec.fileio import atomic_write_bytes, atomic_write_text
 
 COAT_SHAPE = (290, 300)
 STORE = "ratings.npz"

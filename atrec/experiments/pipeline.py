@@ -113,7 +113,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
 
     def do_report() -> str:
         from atrec.reporting.report import report
-        from atrec.experiments.records import atomic_write_text
+        from atrec.fileio import atomic_write_text
 
         out = report(datasets=table_sets, fmt="markdown", std=True, ndcg="both", compare="paper",
                      stats=True, params=params, expected_seeds=seeds)
@@ -126,7 +126,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
 
     def do_check() -> str:
         from atrec.evaluation.check import check, render_check
-        from atrec.experiments.records import atomic_write_text
+        from atrec.fileio import atomic_write_text
 
         res = check(datasets=table_sets, params_label=params, expected_seeds=seeds)
         path = results_dir() / "check.txt"

@@ -2,8 +2,9 @@
 
 Layout: ``<results>/runs/<dataset>/<config key>/<params label>/seed-<NN>.json`` where the config
 key is e.g. ``item`` or ``item-at`` and the params label is ``published``, ``tuned`` or a short
-hash of a parameter file. Files are written atomically (temporary name, then rename), so a killed
-run never leaves a half-written record, and a finished record is never recomputed unless asked.
+hash of a parameter file. Files are written atomically (temporary name, then rename:
+:mod:`atrec.fileio`, with the user's umask), so a killed run never leaves a half-written
+record, and a finished record is never recomputed unless asked.
 
 A record is a dict with at least these keys (``schema`` = 1)::
 
@@ -22,16 +23,15 @@ import functools
 import hashlib
 import json
 import math
-import os
 import platform
 import sys
-import tempfile
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
 from atrec.errors import AtrecError
+from atrec.fileio import atomic_write_bytes, atomic_write_text  # noqa: F401  (re-exported)
 from atrec.paths import results_dir
 from atrec.protocol import variant_suffix  # noqa: F401  (re-exported for record readers)
 
@@ -58,29 +58,6 @@ def record_path(dataset: str, key: str, label: str, seed: int, root: Path | None
     """Where the record of one run lives."""
     root = results_dir() if root is None else root
     return root / "runs" / dataset / key / label / f"seed-{seed:02d}.json"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` via a temporary file in the same folder and a rename."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def save_record(record: dict, path: Path) -> None:

@@ -50,6 +50,7 @@ from atrec.propensity.registry import (
 )
 from atrec.reporting.common import (
     DIGITS,
+    at_column_groups,
     better_pair,
     column_name,
     config_label,
@@ -62,6 +63,7 @@ from atrec.reporting.common import (
     signed,
     train_hint,
 )
+from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput, no_results_error
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
@@ -236,8 +238,7 @@ def _label(bench: Benchmark, method: str) -> str:
 
 def _text_label(text: str, mcar: bool, fmt: str) -> str:
     if fmt == "latex":
-        text = "".join(f"\\{c}" if c in "_&%#$" else c for c in text)
-        return text + ("$^\\dagger$" if mcar else "")
+        return latex_escape(text) + ("$^\\dagger$" if mcar else "")
     return text + (MCAR_MARK if mcar else "")
 
 
@@ -251,8 +252,8 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
         prop_mcar = _propensity_uses_mcar(propensity)
         prop_text = ("---" if fmt == "latex" else "—") if propensity == NO_PROPENSITY else \
             propensity_label(propensity)
-        row = {"data": dataset_label(dataset), "method": _text_label(info.label, info.uses_mcar,
-                                                                     fmt),
+        row = {"data": _text_label(dataset_label(dataset), False, fmt),
+               "method": _text_label(info.label, info.uses_mcar, fmt),
                "propensity": _text_label(prop_text, prop_mcar, fmt)}
         for metric in bench.metrics:
             for at in AT_OPTIONS:
@@ -282,7 +283,7 @@ def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both") -> lis
         if t.propensity != NO_PROPENSITY:
             prop = propensity_label(t.propensity)
         rows.append({
-            "data": dataset_label(t.dataset),
+            "data": _text_label(dataset_label(t.dataset), False, fmt),
             "method": _text_label(info.label, info.uses_mcar, fmt),
             "propensity": _text_label(prop, _propensity_uses_mcar(t.propensity), fmt),
             "AT": "w/" if t.with_at else "w/o", "metric": metric_label(t.metric, ndcg),
@@ -357,7 +358,8 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
     if fmt == "json":
         return ReportOutput(json.dumps(benchmark_json(bench), indent=1), (), bench.notices)
     rows, columns = benchmark_rows(bench, fmt, std, ndcg)
-    body = render(rows, fmt, columns, numparse=False)
+    body = render(rows, fmt, columns, numparse=False, block="data",
+                  groups=at_column_groups(bench.metrics, ndcg))
     if fmt != "csv":
         body += "\n" + _legend(bench, fmt)
     parts = [f"{heading('Benchmark: methods x propensities', fmt)}\n{body}"]

@@ -15,6 +15,7 @@ from atrec.names import DATASET_LABELS, METRIC_LABELS  # noqa: F401  (re-exporte
 from atrec.propensity.registry import propensity_label
 
 NDCG_CHOICES = ("paper", "standard", "both")
+AT_LABELS = {False: "w/o AT", True: "w/ AT"}  # the two columns of each metric
 DIGITS = {"mae": 3, "mse": 3, "ndcg3_paper": 4, "ndcg3_standard": 4}
 
 
@@ -64,7 +65,14 @@ def metric_label(metric: str, ndcg: str) -> str:
 
 def column_name(metric: str, with_at: bool, ndcg: str) -> str:
     """``MAE w/o AT``, ``nDCG@3 (paper) w/ AT`` (``(paper)`` only when both variants show)."""
-    return f"{metric_label(metric, ndcg)} {'w/ AT' if with_at else 'w/o AT'}"
+    return f"{metric_label(metric, ndcg)} {AT_LABELS[with_at]}"
+
+
+def at_column_groups(metrics, ndcg: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The paper's column groups: each metric over its ``w/o AT | w/ AT`` pair of columns (for
+    :func:`atrec.reporting.latex.booktabs`)."""
+    return [(metric_label(m, ndcg), [(column_name(m, at, ndcg), AT_LABELS[at])
+                                     for at in (False, True)]) for m in metrics]
 
 
 def better_pair(metric: str, without: float | None, with_at: float | None) -> tuple[bool, bool]:

@@ -9,13 +9,11 @@
 
 Figures are built as :class:`matplotlib.figure.Figure` objects without pyplot, so no global
 figure state is touched and nothing needs closing; :func:`save_figure` writes PNG and PDF
-atomically (temporary name, then rename).
+atomically (temporary name, then rename) with the user's umask (:mod:`atrec.fileio`).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,12 +21,15 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from atrec.fileio import atomic_write
 from atrec.names import DATASET_LABELS
 from atrec.propensity.registry import propensity_label
 from atrec.paths import results_dir
 from atrec.evaluation.summary import Summary
 
 FORMATS = ("png", "pdf")
+# (a) is a mean squared error and (b) a mean absolute difference, both in rating units.
+FIGURE3_YLABEL = "(a) MSE on pseudo-labels, (b) mean |A1 - A2|"
 
 
 def figures_dir() -> Path:
@@ -157,7 +158,7 @@ def figure3(summary: Summary) -> Figure | None:
     """
     return _trace_figure(summary, [("pseudo_loss", "(a) loss on pseudo-labels"),
                                    ("discrepancy", "(b) discrepancy |A1 - A2|"),
-                                   ("a+b", "(a) + (b)")], "value",
+                                   ("a+b", "(a) + (b)")], FIGURE3_YLABEL,
                          "Figure 3: pseudo-labelling losses of asymmetric tri-training")
 
 
@@ -170,18 +171,10 @@ def figure4(summary: Summary) -> Figure | None:
 def save_figure(fig: Figure, name: str, out_dir: Path | None = None) -> list[Path]:
     """Write ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf`` atomically; return the paths."""
     out_dir = figures_dir() if out_dir is None else Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in FORMATS:
         path = out_dir / f"{name}.{ext}"
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=out_dir)
-        os.close(fd)
-        try:
-            fig.savefig(tmp, format=ext, dpi=150)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=150))
         paths.append(path)
     return paths
 

@@ -33,12 +33,14 @@ from atrec.reporting.claims import Claim, claims_text, evaluate_claims
 from atrec.reporting.common import (
     DATASET_LABELS,
     METRIC_LABELS,
+    at_column_groups,
     heading,
     json_safe,
     ndcg_metrics,
     signed,
     train_hint,
 )
+from atrec.reporting.latex import latex_escape
 from atrec.reporting.table1 import table1_legend, table1_rows
 from atrec.reporting.tables import FORMATS, render
 
@@ -84,6 +86,9 @@ def _format_sig_rows(tests: list, fmt: str) -> list[dict]:
     for row in rows:
         row["dataset"] = DATASET_LABELS.get(row["dataset"], row["dataset"])
         row["propensity"] = propensity_label(row["propensity"])
+        if fmt == "latex":
+            row["dataset"], row["propensity"] = map(latex_escape, (row["dataset"],
+                                                                   row["propensity"]))
         row["metric"] = METRIC_LABELS.get(row["metric"], row["metric"])  # no "_" for LaTeX
         for key, value in row.items():
             if value is None or (isinstance(value, float) and not math.isfinite(value)):
@@ -117,7 +122,7 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
            claims: bool = True, significance: bool = True, figures: bool = True,
            params: str = PUBLISHED, root: Path | None = None,
            expected_seeds: int = EXPECTED_SEEDS, figures_dir: Path | None = None,
-           method: str = DEFAULT_METHOD) -> ReportOutput:
+           method: str = DEFAULT_METHOD, header: bool = True) -> ReportOutput:
     """Build the report of the results under ``root`` (default: the results folder).
 
     Sections, in order: Table 1; the significance table (``significance``); the data statistics
@@ -125,7 +130,9 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
     results. Figures 1, 3 and 4 are written under ``figures_dir`` (default
     ``<results>/figures``; ``<results>/figures/<method>`` for a method other than MF-IPS) when
     ``figures``. ``method``: whose results fill the paper's layout (default MF-IPS, the paper's
-    Table 1). Raises :class:`AtrecError` when there are no results.
+    Table 1). ``header``: in markdown, start with :func:`atrec.reporting.header.report_header`
+    (title, date, versions, parameters, seeds, data checksums, links relative to the results
+    folder). Raises :class:`AtrecError` when there are no results.
     """
     if fmt not in FORMATS:
         raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
@@ -138,7 +145,9 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
                 for d in summary.datasets if not summary.has_results(d)]
     sections: dict[str, tuple[list[dict], list[str], dict]] = {}  # title -> rows, columns, options
     rows, columns = table1_rows(summary, fmt, std, ndcg, compare)
-    sections["Table 1"] = (rows, columns, {"numparse": False})
+    sections["Table 1"] = (rows, columns, {"numparse": False, "block": "data", "groups":
+                                           at_column_groups(("mae", "mse", *ndcg_metrics(ndcg)),
+                                                            ndcg)})
     if significance:
         from atrec.evaluation.significance import significance_table
 
@@ -159,6 +168,11 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
         paths, fig_notices = write_figures(summary, data_stats, figures_dir)
         notices += fig_notices
     text = _assemble(sections, claim_list if claims else None, summary, fmt)
+    if header and fmt == "markdown":
+        from atrec.reporting.header import report_header
+
+        base = results_dir() if root is None else Path(root)
+        text = report_header(summary, paths, base, root) + "\n\n" + text
     return ReportOutput(text=text, figures=tuple(paths), notices=tuple(notices))
 
 

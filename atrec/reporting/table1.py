@@ -25,6 +25,7 @@ from atrec.reporting.common import (
     ndcg_metrics,
     signed,
 )
+from atrec.reporting.latex import latex_escape
 from atrec.reporting.tables import FORMATS
 
 COMPARE_CHOICES = ("paper",)
@@ -71,7 +72,7 @@ def table1_rows(summary: Summary, fmt: str = "table", std: bool = False, ndcg: s
     """Rows and column names of Table 1 for ``summary`` in format ``fmt``.
 
     Text formats get one string per cell (mean, the better of each pair marked: ``**bold**`` in
-    markdown, ``\\textbf{}`` in LaTeX, a trailing ``*`` in table/csv; ``± sd`` with ``std``;
+    markdown, ``\\textbf{}`` in LaTeX (labels escaped), a trailing ``*`` in table/csv; ``± sd`` with ``std``;
     ``(paper x, +diff)`` with ``compare="paper"``; ``-`` when missing). ``json`` gets raw numbers
     with keys ``<metric>_<without|with_at>[_sd|_n|_better|_paper|_diff]``.
     """
@@ -85,8 +86,11 @@ def table1_rows(summary: Summary, fmt: str = "table", std: bool = False, ndcg: s
     rows, columns = [], []
     for dataset in (d for d in TABLE_DATASETS if d in summary.datasets):
         for propensity in table1_propensities():
+            labels = (DATASET_LABELS[dataset], propensity_label(propensity))
+            if fmt == "latex":
+                labels = tuple(latex_escape(t) for t in labels)
             row = ({"dataset": dataset, "propensity": propensity} if fmt == "json" else
-                   {"data": DATASET_LABELS[dataset], "propensity": propensity_label(propensity)})
+                   {"data": labels[0], "propensity": labels[1]})
             for metric in metrics:
                 cells = [summary.cell(dataset, propensity, at, metric) for at in (False, True)]
                 means = [c.mean if c is not None and c.n else None for c in cells]

@@ -10,7 +10,7 @@ import yaml
 
 from atrec.errors import AtrecError
 from atrec.experiments.params import load_param_table, tuned_params_path
-from atrec.experiments.records import atomic_write_text
+from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.propensity.registry import propensity_label
 from atrec.tuning.storage import file_lock

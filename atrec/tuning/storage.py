@@ -37,6 +37,7 @@ import sqlalchemy.exc
 from optuna.exceptions import ExperimentalWarning
 
 from atrec.errors import AtrecError
+from atrec.fileio import make_folder
 from atrec.paths import results_dir
 
 STORAGE_FILE = "optuna.db"
@@ -77,7 +78,7 @@ def _sqlite_path(url: str) -> Path | None:
 @contextlib.contextmanager
 def file_lock(path: Path):
     """An exclusive ``fcntl.flock`` on ``path`` (created if needed) for the ``with`` block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     with open(path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -182,7 +183,7 @@ def open_storage(url: str | None = None, worker=None):
             stack.enter_context(warnings.catch_warnings())
             warnings.simplefilter("ignore", ExperimentalWarning)  # heartbeats: stable since 2.9
             if sqlite is not None:
-                sqlite.parent.mkdir(parents=True, exist_ok=True)
+                make_folder(sqlite.parent)
                 stack.enter_context(file_lock(sqlite.with_name(sqlite.name + ".lock")))
                 with contextlib.closing(sqlite3.connect(sqlite, timeout=60)) as conn:
                     conn.execute("PRAGMA journal_mode=WAL")

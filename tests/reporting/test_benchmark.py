@@ -216,7 +216,9 @@ def test_every_format_renders(root, fmt):
         return
     assert "Paired tests vs MF-IPS at the same propensity" in out.text
     if fmt == "latex":
-        assert "MAE w/o AT" in out.text and "nDCG@3 (standard) w/ AT" in out.text
+        assert "\\multicolumn{2}{c}{MAE}" in out.text and "w/o AT & w/ AT" in out.text
+        assert "\\multicolumn{2}{c}{nDCG@3 (standard)}" in out.text
+        assert "\\toprule" in out.text and "\\hline" not in out.text
         assert "\\textbf{0.843}" in out.text and "$\\pm$" in out.text
         assert "NB (true)$^\\dagger$" in out.text and "±" not in out.text and "_" not in out.text
     if fmt == "csv":

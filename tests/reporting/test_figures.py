@@ -55,6 +55,11 @@ def test_figure3_plots_the_mean_over_seeds(coat_only):
     assert a_plus_b[0] == pytest.approx(1.2) and a_plus_b[-1] == pytest.approx(0.6)
 
 
+def test_figure3_y_axis_names_what_is_plotted(coat_only):
+    label = figure3(coat_only).axes[0].get_ylabel()
+    assert "MSE" in label and "A1 - A2" in label and label != "value"
+
+
 def test_saved_files_exist_and_decode(tmp_path):
     paths = save_figure(figure1(STATS), "fig1", tmp_path)
     assert [p.name for p in paths] == ["fig1.png", "fig1.pdf"]

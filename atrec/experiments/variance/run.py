@@ -228,7 +228,7 @@ def variance_report(request: VarianceRequest, data: RatingData | None = None,
     """:func:`run_variance` (``echo``: its progress lines), then ``<root>/variance.md`` (the table, the parameter and settings
     lines) beside Figure 2; returns the paths and a one-line summary. Resumable."""
     from atrec.paths import results_dir
-    from atrec.experiments.records import atomic_write_text
+    from atrec.fileio import atomic_write_text
     from atrec.reporting.tables import render
 
     result = run_variance(request, data, root=root, quiet=quiet, echo=echo)

@@ -1,0 +1,189 @@
+"""A tidy table of every run, for people's own analysis: :func:`load_runs` and ``atrec export``.
+
+One row per result record, i.e. per (dataset, method, propensity, AT, parameter set, protocol
+variant, seed). Columns, in this order:
+
+* the run: ``dataset``, ``method`` (the base method; records made before methods were named are
+  ``mf-ips``), ``propensity``, ``with_at``, ``params`` (``published``, ``tuned``,
+  ``file-<hash>``), ``params_source``, ``variant`` (the protocol variant: ``default`` for the
+  authors' protocol, else e.g. ``ips``, ``per-seed``), ``seed``, ``model_seed``, ``batch_seed``;
+* the metrics: :data:`atrec.names.METRICS`, ``best_step``, ``best_val_loss``;
+* the hyperparameters, one column each, sorted by name (``dim``, ``epsilon``, ``lam``, a plug-in
+  method's own ...; empty where a run has no such parameter). A hyperparameter whose name is
+  already a column above is called ``param_<name>``;
+* the provenance: ``atrec_version``, ``created``, ``command``, ``elapsed_s``, ``platform``,
+  ``data_checksums`` and ``packages`` (both JSON objects as strings: file -> SHA-256,
+  package -> version).
+
+Rows are sorted by the run columns. A CSV export read back with :func:`pandas.read_csv` equals
+:func:`load_runs`'s frame of the same selection, and so does a Parquet one with
+:func:`pandas.read_parquet`. pandas is imported only when a frame is made, so ``import atrec``
+and the command line stay light; Parquet needs pyarrow (the ``export`` extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from atrec.errors import AtrecError
+from atrec.experiments.records import iter_records, params_label
+from atrec.names import METRICS
+
+RUN_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "params_source",
+               "variant", "seed", "model_seed", "batch_seed")
+METRIC_COLUMNS = (*METRICS, "best_step", "best_val_loss")
+PROVENANCE_COLUMNS = ("atrec_version", "created", "command", "elapsed_s", "platform",
+                      "data_checksums", "packages")
+SORT_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "variant", "seed")
+DEFAULT_VARIANT = "default"
+EXPORT_FORMATS = ("csv", "parquet")
+PARQUET_INSTALL = "pip install -e '.[export]' (adds pyarrow)"
+
+
+def _variant(record: dict) -> str:
+    """``default`` or the variant suffix without its leading ``+`` (``ips``, ``ips+per-seed``)."""
+    return str(record.get("variant") or "").lstrip("+") or DEFAULT_VARIANT
+
+
+def _matches(record: dict, datasets, methods, params) -> bool:
+    from atrec.methods.registry import base_method
+
+    if datasets and record["dataset"] not in datasets:
+        return False
+    if methods and base_method(record) not in methods:
+        return False
+    if params:
+        base = params_label(str(record.get("params_source", "")))
+        full = base + str(record.get("variant") or "")
+        return base in params or full in params
+    return True
+
+
+def _resolve_params(params: Sequence[str] | None) -> set[str] | None:
+    """``--params`` values as labels; a bare set (``published``) selects all its variants."""
+    if not params:
+        return None
+    from atrec.evaluation.summary import resolve_params_label
+
+    return {resolve_params_label(p) for p in params}
+
+
+def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
+             methods: Sequence[str] | None = None,
+             params: Sequence[str] | None = None) -> tuple[list[dict], list[str]]:
+    """The rows (dicts) and columns of the selected records (module doc), without pandas.
+
+    ``datasets``, ``methods``: names to keep (default: all); ``params``: parameter sets
+    (``published``, ``tuned``, a parameter file, or with a variant: ``published+ips``).
+    """
+    from atrec.methods.registry import base_method
+
+    labels = _resolve_params(params)
+    rows, hyper = [], {}
+    for record in iter_records(root):
+        if not _matches(record, datasets, methods, labels):
+            continue
+        metrics = record["metrics"]
+        prov = record.get("provenance") or {}
+        row = {"dataset": record["dataset"], "method": base_method(record),
+               "propensity": record["propensity"], "with_at": record["with_at"],
+               "params": params_label(str(record["params_source"])),
+               "params_source": record["params_source"], "variant": _variant(record),
+               "seed": record["seed"], "model_seed": record.get("model_seed"),
+               "batch_seed": record.get("batch_seed")}
+        row.update({m: metrics.get(m) for m in METRIC_COLUMNS})
+        for key, value in record["params"].items():
+            name = f"param_{key}" if key in (*RUN_COLUMNS, *METRIC_COLUMNS,
+                                             *PROVENANCE_COLUMNS) else key
+            hyper.setdefault(name, None)
+            row[name] = value
+        row.update({k: prov.get(k) for k in PROVENANCE_COLUMNS[:5]})
+        row["data_checksums"] = json.dumps(prov.get("data_checksums") or {}, sort_keys=True)
+        row["packages"] = json.dumps(prov.get("packages") or {}, sort_keys=True)
+        rows.append(row)
+    columns = [*RUN_COLUMNS, *METRIC_COLUMNS, *sorted(hyper), *PROVENANCE_COLUMNS]
+    rows.sort(key=lambda r: tuple(str(r[c]) if c != "seed" else r[c] for c in SORT_COLUMNS))
+    return rows, columns
+
+
+def load_runs(root: Path | str | None = None, datasets: Sequence[str] | None = None,
+              methods: Sequence[str] | None = None, params: Sequence[str] | None = None):
+    """Every selected run as a :class:`pandas.DataFrame`, one row per record (module doc).
+
+    ``root``: the results folder (default ``./results`` or ``$ATREC_RESULTS_DIR``);
+    ``datasets``, ``methods``, ``params``: lists of names to keep (default: everything). A
+    single string is taken as a one-element list. An empty selection gives an empty frame with
+    the fixed columns.
+    """
+    import pandas as pd
+
+    rows, columns = run_rows(None if root is None else Path(root), _names(datasets),
+                             _names(methods), _names(params))
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.reset_index(drop=True)
+
+
+def _names(values) -> list[str] | None:
+    if values is None:
+        return None
+    return [values] if isinstance(values, str) else list(values)
+
+
+def require_parquet() -> None:
+    """Raise a one-line :class:`AtrecError` naming the extra when pyarrow is missing."""
+    if importlib.util.find_spec("pyarrow") is None:
+        raise AtrecError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}", exit_code=2)
+
+
+def export_runs(fmt: str, output: Path | None, root: Path | None = None,
+                datasets: Sequence[str] | None = None, methods: Sequence[str] | None = None,
+                params: Sequence[str] | None = None) -> tuple[str | None, int]:
+    """Write the selection as ``fmt`` to ``output`` (atomically, :mod:`atrec.fileio`); CSV
+    without ``output`` is returned as text instead (for standard output). Returns
+    ``(csv text or None, number of rows)``. Raises :class:`AtrecError` for a bad format,
+    Parquet without pyarrow or without ``output``, an empty selection (exit code 3) or an
+    output that cannot be written."""
+    from atrec.fileio import atomic_write, atomic_write_text
+
+    if fmt not in EXPORT_FORMATS:
+        raise AtrecError(f"unknown export format '{fmt}': choose from {', '.join(EXPORT_FORMATS)}")
+    if fmt == "parquet":
+        require_parquet()
+        if output is None:
+            raise AtrecError("--format parquet writes a binary file: give --output PATH",
+                             exit_code=2)
+    frame = load_runs(root, datasets, methods, params)
+    if frame.empty:
+        raise AtrecError(_empty_message(root, datasets, methods, params), exit_code=3)
+    if fmt == "csv" and output is None:
+        return frame.to_csv(index=False), len(frame)
+    try:
+        if fmt == "csv":
+            atomic_write_text(output, frame.to_csv(index=False))
+        else:
+            atomic_write(output, lambda tmp: frame.to_parquet(tmp, index=False))
+    except OSError as exc:
+        raise AtrecError(f"cannot write {output} ({exc.strerror or type(exc).__name__}): give "
+                         f"a writable --output path") from None
+    return None, len(frame)
+
+
+def _empty_message(root, datasets, methods, params) -> str:
+    from atrec.paths import results_dir
+
+    where = (results_dir() if root is None else Path(root)) / "runs"
+    asked = [f"{what} {', '.join(v)}" for what, v in (("dataset", datasets), ("method", methods),
+                                                      ("params", params)) if v]
+    scope = f" with {'; '.join(asked)}" if asked else ""
+    hint = ""
+    if asked:
+        present = run_rows(root)[0]
+        if present:
+            hint = (" (there are runs of datasets "
+                    f"{', '.join(sorted({r['dataset'] for r in present}))}; methods "
+                    f"{', '.join(sorted({r['method'] for r in present}))}; params "
+                    f"{', '.join(sorted({r['params'] for r in present}))})")
+    return f"no result records{scope} under {where}{hint}: run 'atrec train' first"
