@@ -30,7 +30,7 @@ from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TRACE_NAMES  # noqa: F401
 from atrec.names import TABLE_DATASETS
 from atrec.propensity.registry import propensity_order
-from atrec.experiments.params import PUBLISHED, TUNED
+from atrec.experiments.params import NAMED_SETS, PUBLISHED
 from atrec.experiments.records import iter_records, params_label, record_label
 
 TRACE_KEYS = TRACE_NAMES   # the AT traces a summary stacks (atrec.names)
@@ -48,7 +48,7 @@ def resolve_params_label(params: str) -> str:
     if "+" in params and not Path(params).exists():
         base, _, variant = params.partition("+")
         return resolve_params_label(base) + "+" + variant
-    if params in (PUBLISHED, TUNED) or params.startswith("file-"):
+    if params in NAMED_SETS or params.startswith("file-"):
         return params
     if not params:
         raise AtrecError("empty --params value: give published, tuned or a parameter file path")

@@ -4,7 +4,7 @@ The loop behind ``atrec train``, ``atrec run`` and the variance experiment: ever
 plan (:class:`atrec.experiments.runner.ConfigPlan`) is claimed before it is trained, so a second
 process on the same results folder skips the groups the first one is training and turns to
 others; with nothing else left it waits for them and loads their records, or trains them itself
-when their owner went without saving them (:mod:`atrec.experiments.claims`). Ctrl-C stops the
+when their owner went without saving them (:mod:`atrec.experiments.locks`). Ctrl-C stops the
 loop once the group in progress is saved (:mod:`atrec.experiments.interrupt`), and every claim
 still held is given back on the way out, however the loop ends.
 """
@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 
 from atrec.experiments import interrupt
-from atrec.experiments.claims import Holder
+from atrec.experiments.locks import Holder
 from atrec.experiments.progress import StageProgress, seed_list
 from atrec.experiments.runner import ConfigPlan, compute_group
 

@@ -19,6 +19,12 @@ from atrec.paths import results_dir
 
 PUBLISHED = "published"
 TUNED = "tuned"
+# Shipped sets beside the authors' values: the baselines tuned by atrec's own protocol, and the
+# values other methods' authors published under theirs (each method's reference_params).
+TUNED_ATREC = "tuned-atrec"
+REFERENCE = "reference"
+SHIPPED_FILES = {PUBLISHED: "published_params.yaml", TUNED_ATREC: "tuned_atrec_params.yaml"}
+NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
 
 
 @dataclass(frozen=True)
@@ -92,14 +98,23 @@ def _read_yaml(path: Path, what: str) -> dict:
 
 
 def load_param_table(source: str) -> tuple[dict, str]:
-    """Load a parameter table from ``published``, ``tuned`` or a file path.
+    """Load a parameter table from a named set or a file path.
 
-    Returns ``(table, label)``: the mapping and a provenance label for result records.
+    ``published``: the paper's authors' values for MF-IPS (``atrec/resources``);
+    ``tuned-atrec``: the baselines' values tuned by atrec's protocol, shipped with the command
+    that made them; ``reference``: the values each method's authors published under their own
+    protocol (:attr:`~atrec.methods.base.Method.reference_params`); ``tuned``: yours, from
+    ``atrec tune``. Returns ``(table, label)``: the mapping and a provenance label for records.
     """
-    if source == PUBLISHED:
-        ref = resources.files("atrec") / "resources" / "published_params.yaml"
-        doc = yaml.safe_load(ref.read_text())
-        return doc, PUBLISHED
+    if source in SHIPPED_FILES:
+        ref = resources.files("atrec") / "resources" / SHIPPED_FILES[source]
+        return yaml.safe_load(ref.read_text()), source
+    if source == REFERENCE:
+        table: dict = {}
+        for entry in METHODS.entries():
+            for dataset, keys in entry.cls.reference_params.items():
+                table.setdefault(dataset, {}).update(keys)
+        return table, REFERENCE
     if source == TUNED:
         path = tuned_params_path()
         if not path.exists():

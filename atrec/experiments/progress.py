@@ -6,7 +6,7 @@ configuration gets one line (on standard error in the CLI) with the configuratio
 done out of the total, the time so far and an estimate of the time left (the time per seed
 trained so far, times the seeds left). The same counts make the message of a run stopped by
 Ctrl-C (:mod:`atrec.experiments.interrupt`) and the line of a process that waits for another
-one's claimed seeds (:mod:`atrec.experiments.claims`).
+one's claimed seeds (:mod:`atrec.experiments.locks`).
 """
 
 from __future__ import annotations

@@ -41,10 +41,11 @@ PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click"
 
 def params_label(source_label: str) -> str:
     """Folder name for a parameter set: ``published``, ``default`` (the ML-100K default set of
-    :mod:`atrec.experiments.variance`), ``tuned`` or ``file-<hash>``."""
-    if source_label in ("published", "default"):
+    :mod:`atrec.experiments.variance`), ``tuned-atrec``, ``reference``, ``tuned`` or
+    ``file-<hash>`` (the named sets of :mod:`atrec.experiments.params`)."""
+    if source_label in ("published", "default", "tuned-atrec", "reference"):
         return source_label
-    if source_label.startswith("tuned"):
+    if source_label == "tuned" or source_label.startswith("tuned:"):
         return "tuned"
     return "file-" + hashlib.sha256(source_label.encode()).hexdigest()[:10]
 

@@ -26,7 +26,7 @@ import numpy as np
 from atrec.data.ratings import RatingData
 from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.evaluation.metrics import ndcg_variants
-from atrec.experiments.claims import GroupClaim, Holder, try_claim
+from atrec.experiments.locks import GroupClaim, Holder, try_claim
 from atrec.experiments.params import HyperParams
 from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance,
                                        record_path, save_record, variant_suffix)
@@ -220,7 +220,7 @@ class ConfigPlan:
     The one plan behind both a local run (:func:`run_config`) and a run on a Dask cluster
     (:mod:`atrec.experiments.distributed`), so both skip the same seeds and group them alike,
     and hence give the same numbers. Before training a group, :meth:`take` claims its seeds
-    (:mod:`atrec.experiments.claims`), so that processes sharing the results folder never train
+    (:mod:`atrec.experiments.locks`), so that processes sharing the results folder never train
     a seed twice; :meth:`save` and :meth:`release` give the claims back.
     """
 
@@ -250,7 +250,7 @@ class ConfigPlan:
 
         Returns the seeds to train now (their claims are held until :meth:`save`), ``()`` when
         another process saved all of them since planning (loaded and counted as reused), or the
-        :class:`~atrec.experiments.claims.Holder` of a live claim on them: come back later.
+        :class:`~atrec.experiments.locks.Holder` of a live claim on them: come back later.
         """
         left = self._reuse_new(seeds)
         if not left:

@@ -94,7 +94,7 @@ def train(request: TrainRequest, root=None, progress=None, scheduler: str | None
     the groups of seeds on a Dask cluster (:mod:`atrec.experiments.distributed`); this process
     still writes every record. ``None``: train here, one group after another. Either way groups
     that another process on the same results folder is training are left to it and their
-    records loaded afterwards (:mod:`atrec.experiments.claims`), and Ctrl-C stops after saving
+    records loaded afterwards (:mod:`atrec.experiments.locks`), and Ctrl-C stops after saving
     the group in progress (:class:`~atrec.experiments.interrupt.RunInterrupted`).
     """
     stage = StageProgress(echo)

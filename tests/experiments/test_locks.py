@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from atrec.experiments.claims import STALE_AFTER_S, GroupClaim, Holder, claim_path, try_claim
+from atrec.experiments.locks import STALE_AFTER_S, GroupClaim, Holder, claim_path, try_claim
 from atrec.experiments.records import load_record
 
 REPO = Path(__file__).resolve().parents[2]
