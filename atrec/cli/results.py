@@ -13,6 +13,11 @@ from atrec.limits import MAX_SEEDS
 from atrec.paths import require_writable
 
 
+# the benchmark's parameter sets, in order of preference per method: the authors' MF-IPS values,
+# then the baselines tuned by atrec, then their own authors' values, then the user's tuning
+BENCHMARK_PARAMS = "published,tuned-atrec,reference,tuned"
+
+
 @main.command("report")
 @click.option("--dataset", "datasets", multiple=True,
               help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
@@ -39,10 +44,12 @@ from atrec.paths import require_writable
               help="Paired t and Wilcoxon tests of w/ vs w/o AT, Holm-corrected.")
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Write figures 1, 3 and 4 (PNG and PDF) under <results>/figures.")
-@click.option("--params", default="published", show_default=True,
-              help="Parameter set of the results: published, tuned, or a parameter FILE; "
-                   "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
-                   "per-seed (e.g. published+ips).")
+@click.option("--params", default=None,
+              help="Parameter set of the results: published, tuned-atrec, reference, tuned, or "
+                   "a parameter FILE; add +ips / +per-seed for runs trained with --loss ips / "
+                   "--batch-seed per-seed (e.g. published+ips). With --table benchmark, several "
+                   "comma-separated: each method from the first that has its results (default "
+                   f"{BENCHMARK_PARAMS}; --table paper: published).")
 @click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
 @friendly_errors
@@ -59,7 +66,8 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     if table == "benchmark":
         from atrec.reporting.benchmark import benchmark_report
 
-        out = benchmark_report(datasets=table_datasets(datasets), params=params, fmt=fmt,
+        out = benchmark_report(datasets=table_datasets(datasets),
+                               params=params or BENCHMARK_PARAMS, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
                                methods=expand_methods(methods) if methods else None)
         click.echo(out.text)
@@ -70,7 +78,7 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     out = report(datasets=table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg or "paper",
                  compare=compare,
                  stats=stats, claims=claims, significance=significance, figures=figures,
-                 params=params, expected_seeds=expected_seeds,
+                 params=params or "published", expected_seeds=expected_seeds,
                  method=one_method(methods) if methods else "mf-ips")
     click.echo(out.text)
     echo_notes(out.notices)

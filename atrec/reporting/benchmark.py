@@ -152,7 +152,10 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
                    methods: Sequence[str] | None = None, ndcg: str = "both") -> Benchmark:
     """Read the records under ``root`` and build the :class:`Benchmark` (see the module doc).
 
-    ``datasets`` default: those with results of any selected method. Raises
+    ``params``: a parameter set, or several comma-separated (``published,tuned-atrec``): each
+    method's results then come from the first set listed that has them, so MF-IPS with the
+    authors' values sits beside baselines tuned by atrec. ``datasets`` default: those with
+    results of any selected method. Raises
     :class:`AtrecError` for an unknown dataset or method, and (exit code 3) when no selected
     dataset has results.
     """
@@ -160,13 +163,23 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     unknown = [d for d in datasets or () if d not in DATASETS]
     if unknown:
         raise AtrecError(f"unknown dataset '{unknown[0]}': choose from {', '.join(DATASETS)}")
-    label = resolve_params_label(params)
+    labels = [resolve_params_label(p.strip()) for p in params.split(",") if p.strip()]
+    if not labels:
+        raise AtrecError("empty --params value: give a parameter set, or several comma-separated")
     folders = tuple(datasets) if datasets else DATASETS
     records = [r for d in folders for r in iter_records(root, d)]
-    seen: dict[str, set[str]] = {}
+    by_label: dict[str, dict[str, set[str]]] = {}
     for r in records:
-        if isinstance(r, dict) and record_label(r) == label:
-            seen.setdefault(base_method(r), set()).add(str(r.get("propensity")))
+        if isinstance(r, dict) and record_label(r) in labels:
+            by_label.setdefault(record_label(r), {}).setdefault(
+                base_method(r), set()).add(str(r.get("propensity")))
+    # each method's results come from the first listed parameter set that has any of them
+    source = {}
+    for lab in labels:
+        for m in by_label.get(lab, {}):
+            source.setdefault(m, lab)
+    seen = {m: by_label[lab][m] for m, lab in source.items()}
+    label = ", ".join(dict.fromkeys(source.get(m, labels[0]) for m in [BASELINE, *seen]))
     if methods:
         bad = [m for m in methods if m not in seen and m not in METHODS.names()]
         if bad:
@@ -176,7 +189,7 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     else:
         chosen = sorted(seen, key=_method_order)
     infos = tuple(_method_info(m, seen.get(m, set())) for m in chosen)
-    summaries = {m: summarize(records, params=label, datasets=folders,
+    summaries = {m: summarize(records, params=source.get(m, labels[0]), datasets=folders,
                               expected_seeds=expected_seeds, method=m)
                  for m in dict.fromkeys([*chosen, BASELINE])}
     if datasets:
