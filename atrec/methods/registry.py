@@ -15,9 +15,11 @@ METHODS = Registry("method", "atrec.methods", validate_method_class)
 
 
 def _builtins() -> None:
+    from atrec.methods.cause import CausE
     from atrec.methods.mf_ips import MFIPS
 
     METHODS.register(MFIPS)
+    METHODS.register(CausE)
 
 
 METHODS.builtins(_builtins)
