@@ -1,4 +1,4 @@
-"""The registry of methods: MF-IPS and any installed package's (entry-point group
+"""The registry of methods: the built-ins (MF-IPS, CausE, DAMF) and any installed package's (entry-point group
 ``atrec.methods``; see :mod:`atrec.registry`). ``--method`` choices, ``atrec methods`` and the
 benchmark table's rows come from here.
 """
@@ -16,10 +16,12 @@ METHODS = Registry("method", "atrec.methods", validate_method_class)
 
 def _builtins() -> None:
     from atrec.methods.cause import CausE
+    from atrec.methods.damf import DAMF
     from atrec.methods.mf_ips import MFIPS
 
     METHODS.register(MFIPS)
     METHODS.register(CausE)
+    METHODS.register(DAMF)
 
 
 METHODS.builtins(_builtins)
