@@ -163,8 +163,10 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
     if source == PUBLISHED and method != DEFAULT_METHOD:
         table, label = METHODS.get(method).reference_params, PUBLISHED
         if not (table.get(dataset) or {}).get(key):
+            at = " --with-at" if with_at else ""
             raise AtrecError(f"method '{method}' publishes no parameters for {dataset}/{key}: "
-                             f"tune it ('atrec tune --method {method}') and use --params tuned")
+                             f"tune it ('atrec tune --method {method}{at}') and use --params "
+                             f"tuned")
     else:
         table, label = load_param_table(source)
     return lookup(table, dataset, key, label, method), label

@@ -122,10 +122,19 @@ MF = Learner("mf", mf.predict, mf.gradients, _mf_factors, init=mf.init_params, s
 
 def adam_on(indices, params: tuple, m: tuple, v: tuple, grads: tuple, t, lr) -> tuple:
     """One Adam step of the parameters at ``indices`` only (``grads`` holds theirs, in order);
-    the others and their moments are returned unchanged. For ``Learner.update``."""
-    sub = lambda xs: tuple(xs[i] for i in indices)  # noqa: E731
-    new_p, new_m, new_v = mf.adam(sub(params), sub(m), sub(v), tuple(grads), t, lr)
+    the others and their moments are returned unchanged. For ``Learner.update``.
+
+    The step runs on each array flattened to ``[R, n]`` (a free reshape), as MF-IPS's own loop
+    runs it (:func:`atrec.learners.mf._flat`): XLA's CPU code for the element-wise pass then
+    vectorises at every ``dim`` and gives the same bits as MF-IPS's Adam. Over ``[R, n, dim]``
+    tables it rounds differently in the last bit (measured), so a learner whose extra terms
+    vanish would not follow MF's trajectory exactly.
+    """
+    flat = lambda x: tf.reshape(x, [tf.shape(x)[0], -1])  # noqa: E731
+    sub = lambda xs: tuple(flat(xs[i]) for i in indices)  # noqa: E731
+    new_p, new_m, new_v = mf.adam(sub(params), sub(m), sub(v), tuple(map(flat, grads)), t, lr)
     params, m, v = list(params), list(m), list(v)
     for k, i in enumerate(indices):
-        params[i], m[i], v[i] = new_p[k], new_m[k], new_v[k]
+        shape = tf.shape(params[i])
+        params[i], m[i], v[i] = (tf.reshape(x[k], shape) for x in (new_p, new_m, new_v))
     return tuple(params), tuple(m), tuple(v)

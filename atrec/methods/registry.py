@@ -1,4 +1,5 @@
-"""The registry of methods: MF-IPS, the doubly robust baselines (:mod:`atrec.methods.dr`) and any installed package's (entry-point group
+"""The registry of methods: the built-ins (MF-IPS, the doubly robust baselines of
+:mod:`atrec.methods.dr`, CausE, DAMF) and any installed package's (entry-point group
 ``atrec.methods``; see :mod:`atrec.registry`). ``--method`` choices, ``atrec methods`` and the
 benchmark table's rows come from here.
 """
@@ -17,11 +18,15 @@ METHODS = Registry("method", "atrec.methods", validate_method_class)
 
 def _builtins() -> None:
     from atrec.methods import dr
+    from atrec.methods.cause import CausE
+    from atrec.methods.damf import DAMF
     from atrec.methods.mf_ips import MFIPS
 
     METHODS.register(MFIPS)
     for cls in dr.BUILT_IN:
         METHODS.register(cls)
+    METHODS.register(CausE)
+    METHODS.register(DAMF)
 
 
 METHODS.builtins(_builtins)

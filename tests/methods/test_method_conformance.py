@@ -177,20 +177,29 @@ KNOWN = {
     ("scores", True): "final parameters at dim 5",
     ("traces", True): "AT's pseudo_loss / discrepancy means",
 }
+# The same dim-5 departures of the final parameters reach the selected step's test MSE (an ulp)
+# for these built-ins on this data: DAMF alone, CausE inside AT. The float32-rounding bound
+# below still holds for them.
+KNOWN_FOR = {
+    ("metrics", "damf", False): "the selected step's MSE at dim 5",
+    ("metrics", "cause", True): "the selected step's MSE at dim 5",
+}
 
 
 def _cases(check: str):
     out = []
     for p in CASES:
         name, with_at = p.values
-        reason = KNOWN.get((check, with_at))
-        strict = METHODS.entry(name).origin == BUILT_IN and name == DEFAULT_METHOD
+        reason = KNOWN.get((check, with_at)) or KNOWN_FOR.get((check, name, with_at))
+        # strict where the departure was measured: MF-IPS's shared ones and the per-method ones
+        strict = METHODS.entry(name).origin == BUILT_IN and (
+            name == DEFAULT_METHOD or (check, name, with_at) in KNOWN_FOR)
         out.append(pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(
             strict=strict, reason=DETERMINISM.format(reason))] if reason else []))
     return out
 
 
-@pytest.mark.parametrize("name, with_at", CASES)
+@pytest.mark.parametrize("name, with_at", _cases("metrics"))
 def test_seeds_trained_together_equal_seeds_trained_alone(name, with_at, stacked, alone):
     assert_same(stacked(name, with_at), alone(name, with_at),
                 ("mae", "mse", "best_step", "best_val_loss", "selection_trace"))
@@ -325,6 +334,9 @@ def test_stacked_and_lone_seeds_agree_to_float32_rounding(name, with_at, stacked
     """What holds despite the known last-bit departures: scores and traces agree to a few ulps."""
     together, apart = stacked(name, with_at), alone(name, with_at)
     np.testing.assert_allclose(together.scores, apart.scores, rtol=1e-5, atol=1e-6)
+    for f in ("mae", "mse", "best_val_loss", "selection_trace"):
+        np.testing.assert_allclose(getattr(together, f), getattr(apart, f), rtol=1e-5,
+                                   err_msg=f)
     for key in together.traces:
         np.testing.assert_allclose(np.nan_to_num(together.traces[key]),
                                    np.nan_to_num(apart.traces[key]), rtol=1e-5, atol=1e-6,
