@@ -11,9 +11,9 @@ from atrec.tfquiet import quiet_defaults  # noqa: E402
 
 quiet_defaults()  # before anything can load TensorFlow: see atrec.tfquiet
 
-from atrec.errors import AtrecError  # noqa: E402
 from atrec.data.ratings import Ratings  # noqa: E402
 from atrec.data.splits import Split, make_split  # noqa: E402
+from atrec.errors import AtrecError  # noqa: E402
 
 __all__ = ["AtrecError", "Ratings", "Split", "load_runs", "make_split", "__version__"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 
 def _proc_umask() -> int | None:

@@ -38,9 +38,9 @@ def _coat():
 
 
 def run_case(case: str) -> None:
-    from atrec.learners import at
-    from atrec.experiments.runner import stack_inputs
     from atrec.experiments.params import HyperParams, get_params
+    from atrec.experiments.runner import stack_inputs
+    from atrec.learners import at
 
     kind, n_seeds = case.split(":")
     seeds = list(range(int(n_seeds)))

@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from _shared import shared_dataset, yahoo_size_data  # noqa: E402
+
 from atrec.propensity.registry import table1_propensities
 from atrec.tuning import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
-
-from _shared import shared_dataset, yahoo_size_data  # noqa: E402
 
 TARGET_S = 600.0
 

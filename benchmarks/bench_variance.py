@@ -33,8 +33,8 @@ CASES = [  # label, with AT, AT pre-training steps, data draw, seeds
 
 
 def main() -> None:
-    from atrec.reporting.tables import render
     from atrec.experiments.variance import VarianceRequest, protocol_settings, run_variance
+    from atrec.reporting.tables import render
 
     data = shared_dataset("ml-100k")
     rows = []

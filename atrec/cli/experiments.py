@@ -8,8 +8,7 @@ import sys
 
 import click
 
-from atrec.cli.app import (FORMATS, SCHEDULER_OPTION, TuneProgress, echo_notes, friendly_errors,
-                           main)
+from atrec.cli.app import FORMATS, SCHEDULER_OPTION, TuneProgress, echo_notes, friendly_errors, main
 from atrec.errors import AtrecError
 from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
 from atrec.paths import require_writable
@@ -62,7 +61,6 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
     --seeds 5
     """
     from atrec.experiments.seeds import parse_seeds
-    from atrec.reporting.tables import render
     from atrec.experiments.variance import (
         VarianceRequest,
         describe_params,
@@ -72,6 +70,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
         run_variance,
         variance_rows,
     )
+    from atrec.reporting.tables import render
 
     if tune and params not in ("default", "tuned"):
         raise AtrecError(f"--tune writes the tuned set and trains with it: drop --params {params}")

@@ -7,11 +7,18 @@ import sys
 
 import click
 
-from atrec.cli.app import (FORMATS, echo_notes, expand_methods, friendly_errors, main,
-                           methods_option, one_method, table_datasets)
+from atrec.cli.app import (
+    FORMATS,
+    echo_notes,
+    expand_methods,
+    friendly_errors,
+    main,
+    methods_option,
+    one_method,
+    table_datasets,
+)
 from atrec.limits import MAX_SEEDS
 from atrec.paths import require_writable
-
 
 # the benchmark's parameter sets, in order of preference per method: the authors' MF-IPS values,
 # then the baselines tuned by atrec, then their own authors' values, then the user's tuning

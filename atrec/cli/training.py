@@ -8,9 +8,17 @@ import sys
 
 import click
 
-from atrec.cli.app import (FORMATS, TuneProgress, echo_notes, expand_methods,
-                           expand_propensities, friendly_errors, main, run_opts,
-                           selection_options)
+from atrec.cli.app import (
+    FORMATS,
+    TuneProgress,
+    echo_notes,
+    expand_methods,
+    expand_propensities,
+    friendly_errors,
+    main,
+    run_opts,
+    selection_options,
+)
 from atrec.limits import MAX_TRIALS
 from atrec.paths import require_writable
 
@@ -94,8 +102,8 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at --trials 25
     """
-    from atrec.names import TABLE_DATASETS, expand
     from atrec.experiments.params import tuned_params_path
+    from atrec.names import TABLE_DATASETS, expand
     from atrec.reporting.tables import render
     from atrec.tuning import TuneRequest, outcome_rows, tune
 

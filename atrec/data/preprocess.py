@@ -32,10 +32,10 @@ import numpy as np
 from atrec import __version__
 from atrec.data.catalogue import get_spec, raw_dir, raw_present, resolve_names
 from atrec.data.integrity import read_bytes, sha256_hex, verify_file
-from atrec.errors import DataError
-from atrec.paths import data_dir
 from atrec.data.ratings import RatingData, Ratings
+from atrec.errors import DataError
 from atrec.fileio import atomic_write_bytes, atomic_write_text
+from atrec.paths import data_dir
 
 COAT_SHAPE = (290, 300)
 STORE = "ratings.npz"

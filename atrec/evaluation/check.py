@@ -47,16 +47,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atrec.errors import AtrecError
-from atrec.names import DEFAULT_METHOD
-from atrec.names import TABLE_DATASETS
-from atrec.propensity.registry import table1_propensities, propensity_label
+from atrec.evaluation.summary import EXPECTED_SEEDS, Cell
 from atrec.experiments.params import PUBLISHED
+from atrec.names import DEFAULT_METHOD, PAPER_METRICS, TABLE_DATASETS
+from atrec.propensity.registry import propensity_label, table1_propensities
 from atrec.reporting.claims import HOLDS, MISSING, Claim, evaluate_claims
 from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, signed, train_hint
 from atrec.reporting.report import table_summary
-from atrec.names import PAPER_METRICS
 from atrec.reporting.table1 import paper_table
-from atrec.evaluation.summary import EXPECTED_SEEDS, Cell
 from atrec.reporting.tables import FORMATS, render
 
 EXIT_FAILED = 4

@@ -29,8 +29,7 @@ import numpy as np
 from scipy import stats
 
 from atrec.evaluation.summary import Summary
-from atrec.names import LOWER_IS_BETTER
-from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, NO_PROPENSITY
 from atrec.propensity.registry import table1_propensities
 
 ALPHA = 0.05

@@ -26,12 +26,11 @@ import numpy as np
 from scipy import stats
 
 from atrec.errors import AtrecError
-from atrec.methods.registry import base_method
-from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TRACE_NAMES  # noqa: F401
-from atrec.names import TABLE_DATASETS
-from atrec.propensity.registry import propensity_order
 from atrec.experiments.params import NAMED_SETS, PUBLISHED
 from atrec.experiments.records import iter_records, params_label, record_label
+from atrec.methods.registry import base_method
+from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TABLE_DATASETS, TRACE_NAMES  # noqa: F401
+from atrec.propensity.registry import propensity_order
 
 TRACE_KEYS = TRACE_NAMES   # the AT traces a summary stacks (atrec.names)
 EXPECTED_SEEDS = 20

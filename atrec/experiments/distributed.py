@@ -26,8 +26,8 @@ from typing import Callable, Iterator
 
 from atrec.errors import AtrecError
 from atrec.experiments import interrupt
-from atrec.experiments.locks import Holder
 from atrec.experiments.driver import POLL_S
+from atrec.experiments.locks import Holder
 from atrec.experiments.progress import StageProgress
 from atrec.experiments.records import provenance
 from atrec.experiments.runner import ConfigOutcome, ConfigPlan, compute_group

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from atrec.errors import AtrecError
-from atrec.propensity.registry import table1_propensities
 from atrec.paths import data_dir, results_dir
+from atrec.propensity.registry import table1_propensities
 
 
 @dataclass
@@ -112,8 +112,8 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
         return out.summary
 
     def do_report() -> str:
-        from atrec.reporting.report import report
         from atrec.fileio import atomic_write_text
+        from atrec.reporting.report import report
 
         out = report(datasets=table_sets, fmt="markdown", std=True, ndcg="both", compare="paper",
                      stats=True, params=params, expected_seeds=seeds)

@@ -28,8 +28,15 @@ from atrec.data.splits import MCAR_SPLIT_SEED, Split, make_split
 from atrec.evaluation.metrics import ndcg_variants
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
 from atrec.experiments.params import HyperParams
-from atrec.experiments.records import (SCHEMA, load_reusable, params_label, provenance,
-                                       record_path, save_record, variant_suffix)
+from atrec.experiments.records import (
+    SCHEMA,
+    load_reusable,
+    params_label,
+    provenance,
+    record_path,
+    save_record,
+    variant_suffix,
+)
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.registry import get_method, record_method

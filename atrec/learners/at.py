@@ -63,8 +63,8 @@ from atrec.tfquiet import import_tensorflow
 tf = import_tensorflow()
 
 from atrec.learners import mf, pseudolabels
-from atrec.names import TRACE_NAMES
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
+from atrec.names import TRACE_NAMES
 from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
 
 ROLES = ("A1", "A2", "A3")

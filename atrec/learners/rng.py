@@ -22,7 +22,6 @@ slots then get equal pairs without any bookkeeping).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from atrec.tfquiet import import_tensorflow

@@ -39,13 +39,22 @@ import time
 
 import numpy as np
 
-from atrec.data.features import (FEATURE_DATASETS, SHIPPED_PROPENSITY_DATASETS, load_features,
-                                 load_shipped_propensities)
+from atrec.data.features import (
+    FEATURE_DATASETS,
+    SHIPPED_PROPENSITY_DATASETS,
+    load_features,
+    load_shipped_propensities,
+)
 from atrec.data.splits import Split
 from atrec.propensity.base import PairPropensities, Propensity
 from atrec.propensity.calibrated import calibrate_pairs
-from atrec.propensity.solvers import (default_radius, fit_feature_logistic, fit_onebit_mc,
-                                      observation_matrix, sigmoid)
+from atrec.propensity.solvers import (
+    default_radius,
+    fit_feature_logistic,
+    fit_onebit_mc,
+    observation_matrix,
+    sigmoid,
+)
 
 LOGISTIC_CLIP = 0.05
 ONEBIT_FLOOR = 1e-6

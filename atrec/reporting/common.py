@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 
 from atrec.errors import AtrecError
-from atrec.names import LOWER_IS_BETTER
-from atrec.names import DATASET_LABELS, METRIC_LABELS  # noqa: F401  (re-exported to reports)
+from atrec.names import DATASET_LABELS, LOWER_IS_BETTER, METRIC_LABELS  # noqa: F401  (re-exported to reports)
 from atrec.propensity.registry import propensity_label
 
 NDCG_CHOICES = ("paper", "standard", "both")

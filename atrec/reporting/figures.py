@@ -21,11 +21,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from atrec.evaluation.summary import Summary
 from atrec.fileio import atomic_write
 from atrec.names import DATASET_LABELS
-from atrec.propensity.registry import propensity_label
 from atrec.paths import results_dir
-from atrec.evaluation.summary import Summary
+from atrec.propensity.registry import propensity_label
 
 FORMATS = ("png", "pdf")
 # (a) is a mean squared error and (b) a mean absolute difference, both in rating units.

@@ -2,13 +2,29 @@
 (:mod:`.study`), their storage (:mod:`.storage`), the protocol's configurations (:mod:`.configs`)
 and the tuned parameter file (:mod:`.export`). No TensorFlow is imported until a trial runs."""
 
-from atrec.tuning.configs import (OBJECTIVE_NOTE, TuneRequest, make_objective, study_attrs,
-                                  study_name, tune, tune_all, tune_config)
+from atrec.tuning.configs import (
+                                  OBJECTIVE_NOTE,
+                                  TuneRequest,
+                                  make_objective,
+                                  study_attrs,
+                                  study_name,
+                                  tune,
+                                  tune_all,
+                                  tune_config,
+)
 from atrec.tuning.export import EXPORT_HEADER, export_best, outcome_rows
 from atrec.tuning.space import SEARCH_SPACE, SearchSpace
 from atrec.tuning.storage import default_storage_url, open_storage, storage_label
-from atrec.tuning.study import (DEFAULT_PREFIX, DEFAULT_TRIALS, PerTrialTPESampler, Progress,
-                                StudyOutcome, WorkerSettings, quiet_optuna, run_study)
+from atrec.tuning.study import (
+                                  DEFAULT_PREFIX,
+                                  DEFAULT_TRIALS,
+                                  PerTrialTPESampler,
+                                  Progress,
+                                  StudyOutcome,
+                                  WorkerSettings,
+                                  quiet_optuna,
+                                  run_study,
+)
 
 __all__ = ["DEFAULT_PREFIX", "DEFAULT_TRIALS", "EXPORT_HEADER", "OBJECTIVE_NOTE", "SEARCH_SPACE",
            "PerTrialTPESampler", "Progress", "SearchSpace", "StudyOutcome", "TuneRequest",

@@ -22,8 +22,15 @@ from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.tuning.export import export_best
 from atrec.tuning.space import SearchSpace
 from atrec.tuning.storage import open_storage, resolve_url
-from atrec.tuning.study import (DEFAULT_PREFIX, DEFAULT_TRIALS, Objective, Progress, StudyOutcome,
-                                WorkerSettings, run_study)
+from atrec.tuning.study import (
+    DEFAULT_PREFIX,
+    DEFAULT_TRIALS,
+    Objective,
+    Progress,
+    StudyOutcome,
+    WorkerSettings,
+    run_study,
+)
 
 
 def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,

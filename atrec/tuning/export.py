@@ -16,7 +16,6 @@ from atrec.propensity.registry import propensity_label
 from atrec.tuning.storage import file_lock
 from atrec.tuning.study import StudyOutcome
 
-
 EXPORT_HEADER = """\
 # Hyperparameters tuned by 'atrec tune' (Optuna TPE, PROTOCOL.md "Hyperparameters and tuning").
 # Read by '--params tuned'. Per entry: dim, lam[, epsilon] are the parameters; study, trials,

@@ -29,9 +29,9 @@ import os
 import socket
 import time
 import warnings
-from datetime import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import optuna

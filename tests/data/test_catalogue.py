@@ -3,10 +3,9 @@
 import hashlib
 
 import pytest
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 from atrec.data.catalogue import YAHOO_TEST, YAHOO_TRAIN, FileSpec, get_spec, resolve_names
-
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 
 def _sha(data: bytes) -> str:

@@ -3,13 +3,12 @@
 import math
 
 import pytest
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 from atrec.data.datastats import STATS_COLUMNS, data_stats, kl_divergence, rating_shares, stats_rows
 from atrec.data.preprocess import parse_coat_matrix
 from atrec.data.ratings import RatingData, Ratings
 from atrec.reporting.tables import render
-
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 
 def _toy() -> RatingData:

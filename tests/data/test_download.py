@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 from atrec.cli import main
 from atrec.data import catalogue
@@ -21,7 +22,6 @@ from atrec.data.download import download, progress_bar
 from atrec.data.integrity import verify_file
 from atrec.errors import AtrecError, DataError
 
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 COAT_FILES = ("train.ascii", "test.ascii")
 
 

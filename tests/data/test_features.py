@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 from atrec.data.download import download
-from atrec.data.features import (load_features, load_shipped_propensities)
+from atrec.data.features import load_features, load_shipped_propensities
 from atrec.errors import AtrecError, DataError
-
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 
 @pytest.fixture(scope="module")

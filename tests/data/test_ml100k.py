@@ -3,12 +3,11 @@
 
 import numpy as np
 import pytest
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 from atrec.data.ml100k import MIN_ITEMS_GRID, build_variance_data
 from atrec.data.preprocess import parse_triples
 from atrec.data.ratings import Ratings
-
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
 
 @pytest.fixture(scope="module")

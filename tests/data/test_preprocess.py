@@ -9,17 +9,21 @@ import zipfile
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
-from atrec.data import catalogue
-from atrec.cli import main
-from atrec.data.catalogue import YAHOO_TEST, YAHOO_TRAIN
-from atrec.data.download import download
-from atrec.errors import DataError
-from atrec.data.preprocess import (load_data, load_processed, parse_coat_matrix, parse_triples,
-                              preprocess, processed_dir)
-
 from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
+from atrec.cli import main
+from atrec.data import catalogue
+from atrec.data.catalogue import YAHOO_TEST, YAHOO_TRAIN
+from atrec.data.download import download
+from atrec.data.preprocess import (
+    load_data,
+    load_processed,
+    parse_coat_matrix,
+    parse_triples,
+    preprocess,
+    processed_dir,
+)
+from atrec.errors import DataError
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from atrec.data.synthetic import (SMALL_SIZE, YAHOO_RATING_ODDS, YAHOO_SIZE, make_synthetic)
+from atrec.data.synthetic import SMALL_SIZE, YAHOO_RATING_ODDS, YAHOO_SIZE, make_synthetic
 
 
 @pytest.fixture(scope="module")

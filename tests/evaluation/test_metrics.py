@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from atrec.evaluation.metrics import absolute_errors, ndcg_at_k, ndcg_variants, squared_errors, weighted_mean
+from atrec.evaluation.metrics import (
+    absolute_errors,
+    ndcg_at_k,
+    ndcg_variants,
+    squared_errors,
+    weighted_mean,
+)
 
 LOG2_3 = np.log2(3.0)
 

@@ -4,8 +4,13 @@ import pytest
 from scipy import stats
 from synthetic_records import make_record, write_records
 
-from atrec.evaluation.significance import (compare_paired, holm, method_tests, paired_test,
-                                          significance_table)
+from atrec.evaluation.significance import (
+    compare_paired,
+    holm,
+    method_tests,
+    paired_test,
+    significance_table,
+)
 from atrec.evaluation.summary import load_summary, summarize
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import distributed
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED
 
 import atrec
 from atrec.cli import main
@@ -26,8 +27,6 @@ from atrec.experiments.records import iter_records, record_path
 from atrec.experiments.training import TrainRequest, train
 from atrec.names import config_key
 from atrec.propensity.registry import table1_propensities
-
-from conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = [0, 1, 2]

@@ -4,15 +4,15 @@ from importlib import resources
 import pytest
 from click.testing import CliRunner
 
-from atrec.learners import mf
 from atrec.cli import main
 from atrec.errors import AtrecError
+from atrec.experiments.params import HyperParams
+from atrec.experiments.records import record_path
 from atrec.experiments.runner import RunSpec, run_config
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
+from atrec.learners import mf
 from atrec.propensity.registry import table1_propensities
-from atrec.experiments.params import HyperParams
-from atrec.experiments.records import record_path
 
 
 @pytest.mark.parametrize("spec, seeds", [

@@ -8,15 +8,14 @@ import os
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 
-from atrec.learners import mf
-from atrec.propensity.builtin import DataItem
 from atrec.cli import main
+from atrec.data.ratings import Ratings
+from atrec.data.splits import Split
 from atrec.errors import AtrecError
 from atrec.experiments.params import HyperParams
-from atrec.data.ratings import Ratings
 from atrec.experiments.records import record_path
-from atrec.data.splits import Split
 from atrec.experiments.variance import (
     MeanSE,
     VarianceRequest,
@@ -31,8 +30,9 @@ from atrec.experiments.variance import (
     variance_report,
     variance_rows,
 )
+from atrec.learners import mf
+from atrec.propensity.builtin import DataItem
 
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 FEW_STEPS = mf.TrainSettings(steps=30)
 
 

@@ -8,10 +8,9 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
-from atrec.learners import at
-from atrec.learners import mf
-from atrec.experiments.runner import stack_inputs
 from atrec.data.synthetic import SMALL_SIZE, make_synthetic
+from atrec.experiments.runner import stack_inputs
+from atrec.learners import at, mf
 
 TINY = at.ATSettings(pre_steps=4, iterations=2, steps_per_iteration=3, batch_size=64)
 LAM, EPS = 1e-3, 0.3

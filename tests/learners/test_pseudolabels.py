@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from atrec.learners import at
-from atrec.learners import mf
-from atrec.learners import pseudolabels
+from atrec.learners import at, mf, pseudolabels
 
 NU, NI, DIM = 23, 45, 3          # 45 items: two words per user, the second one partly used
 

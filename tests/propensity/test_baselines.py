@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 from scipy.optimize import minimize
 
 from atrec.data.download import download
@@ -11,10 +12,14 @@ from atrec.data.splits import Split, make_split
 from atrec.errors import AtrecError
 from atrec.propensity import get_estimator
 from atrec.propensity.calibrated import calibrate
-from atrec.propensity.solvers import (bernoulli_nll, default_radius, fit_feature_logistic,
-                                      fit_onebit_mc, project_nuclear_ball, sigmoid)
-
-from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
+from atrec.propensity.solvers import (
+    bernoulli_nll,
+    default_radius,
+    fit_feature_logistic,
+    fit_onebit_mc,
+    project_nuclear_ball,
+    sigmoid,
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from atrec.errors import AtrecError
-from atrec.propensity import get_estimator
 from atrec.data.ratings import Ratings
 from atrec.data.splits import Split
+from atrec.errors import AtrecError
+from atrec.propensity import get_estimator
 
 
 def _split():

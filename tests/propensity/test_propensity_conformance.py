@@ -22,9 +22,9 @@ NAMES = propensity_names()
 def shared_dir(tmp_path_factory):
     """A data folder with Coat and ML-100K installed (ratings and side files) from the shared
     copy."""
-    from atrec.data.download import download
-
     from conftest import SHARED
+
+    from atrec.data.download import download
 
     folder = tmp_path_factory.mktemp("conformance-data")
     with pytest.MonkeyPatch.context() as mp:

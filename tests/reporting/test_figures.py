@@ -2,8 +2,8 @@ import matplotlib.image
 import pytest
 from synthetic_records import write_records
 
-from atrec.reporting.figures import figure1, figure2, figure3, figure4, save_figure, write_figures
 from atrec.evaluation.summary import load_summary
+from atrec.reporting.figures import figure1, figure2, figure3, figure4, save_figure, write_figures
 
 # Shares and KL as measured in shared/data/PROVENANCE.md ("Derived check").
 STATS = [

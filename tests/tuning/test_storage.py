@@ -21,8 +21,7 @@ from optuna.trial import TrialState
 
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.tuning import storage
-from atrec.tuning import WorkerSettings, run_study
+from atrec.tuning import WorkerSettings, run_study, storage
 
 REPO = Path(__file__).resolve().parents[2]
 

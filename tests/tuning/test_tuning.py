@@ -23,16 +23,24 @@ import yaml
 from click.testing import CliRunner
 from optuna.trial import TrialState
 
-from atrec.learners import at
-from atrec.learners import mf
-from atrec.tuning import storage
 from atrec import tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.runner import validation_loss
 from atrec.experiments.params import HyperParams, get_params
-from atrec.tuning import (Progress, SearchSpace, StudyOutcome, TuneRequest, WorkerSettings,
-                          export_best, run_study, study_name, tune)
+from atrec.experiments.runner import validation_loss
+from atrec.learners import at, mf
+from atrec.tuning import (
+    Progress,
+    SearchSpace,
+    StudyOutcome,
+    TuneRequest,
+    WorkerSettings,
+    export_best,
+    run_study,
+    storage,
+    study_name,
+    tune,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = WorkerSettings(heartbeat_interval=1, grace_period=2, poll_seconds=0.1)

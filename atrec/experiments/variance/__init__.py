@@ -41,16 +41,36 @@ the ratio with AT / without AT, computed per seed on the seeds that have both an
 
 
 from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
-from atrec.experiments.variance.request import (DATA_DRAWS, DATA_SEED, DATASET, DEFAULT,
-                                                FIGURE_NAME, PROPENSITY, VARIANCE_METRICS,
-                                                VarianceRequest, load_variance_params,
-                                                parse_min_items, protocol_settings,
-                                                variance_dataset)
-from atrec.experiments.variance.run import (VarianceReport, VarianceResult, check_reusable,
-                                            describe_params, reproduce_variance, run_variance,
-                                            variance_report)
-from atrec.experiments.variance.summary import (MeanSE, VariancePoint, describe_settings,
-                                                summarize_point, variance_rows)
+from atrec.experiments.variance.request import (
+                                                DATA_DRAWS,
+                                                DATA_SEED,
+                                                DATASET,
+                                                DEFAULT,
+                                                FIGURE_NAME,
+                                                PROPENSITY,
+                                                VARIANCE_METRICS,
+                                                VarianceRequest,
+                                                load_variance_params,
+                                                parse_min_items,
+                                                protocol_settings,
+                                                variance_dataset,
+)
+from atrec.experiments.variance.run import (
+                                                VarianceReport,
+                                                VarianceResult,
+                                                check_reusable,
+                                                describe_params,
+                                                reproduce_variance,
+                                                run_variance,
+                                                variance_report,
+)
+from atrec.experiments.variance.summary import (
+                                                MeanSE,
+                                                VariancePoint,
+                                                describe_settings,
+                                                summarize_point,
+                                                variance_rows,
+)
 from atrec.experiments.variance.tuning import tune_variance
 
 __all__ = ["DATASET", "DATA_DRAWS", "DATA_SEED", "DEFAULT", "FIGURE_NAME", "PROPENSITY",

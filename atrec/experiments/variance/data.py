@@ -13,6 +13,7 @@ from atrec.experiments.runner import RunSpec
 from atrec.experiments.variance.request import PROPENSITY, VarianceRequest
 from atrec.propensity.builtin import DataItem
 
+
 def check_min_items(ratings: RatingData, min_items: int) -> None:
     """One-line :class:`AtrecError` when no movie of ``ratings`` has ``min_items`` ratings."""
     most = int(np.bincount(ratings.train.item).max())

@@ -12,8 +12,8 @@ import yaml
 
 from atrec.data.ml100k import MIN_ITEMS_GRID
 from atrec.errors import AtrecError
-from atrec.limits import MAX_MIN_ITEMS
 from atrec.experiments.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
+from atrec.limits import MAX_MIN_ITEMS
 from atrec.names import config_key
 from atrec.propensity.builtin import DataItem
 from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings

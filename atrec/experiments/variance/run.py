@@ -10,21 +10,32 @@ from pathlib import Path
 
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
-from atrec.experiments.records import RecordError, load_record, params_label, record_path
 from atrec.experiments import interrupt
+from atrec.experiments.params import TUNED
 from atrec.experiments.progress import StageProgress
+from atrec.experiments.records import RecordError, load_record, params_label, record_path
 from atrec.experiments.runner import ConfigOutcome, RunSpec, run_config
 from atrec.experiments.training import ensure_data
 from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
-from atrec.experiments.variance.request import (DATASET, DEFAULT, FIGURE_NAME, PROPENSITY,
-                                                VarianceRequest, load_variance_params,
-                                                variance_dataset)
-from atrec.experiments.variance.summary import (VariancePoint, describe_settings,
-                                                summarize_point, variance_rows)
+from atrec.experiments.variance.request import (
+    DATASET,
+    DEFAULT,
+    FIGURE_NAME,
+    PROPENSITY,
+    VarianceRequest,
+    load_variance_params,
+    variance_dataset,
+)
+from atrec.experiments.variance.summary import (
+    VariancePoint,
+    describe_settings,
+    summarize_point,
+    variance_rows,
+)
 from atrec.experiments.variance.tuning import tune_variance
-from atrec.experiments.params import TUNED
 from atrec.names import config_key
 from atrec.protocol import settings_dict
+
 
 @dataclass
 class VarianceResult:
@@ -227,8 +238,8 @@ def variance_report(request: VarianceRequest, data: RatingData | None = None,
                     echo: Callable[[str], None] | None = None) -> VarianceReport:
     """:func:`run_variance` (``echo``: its progress lines), then ``<root>/variance.md`` (the table, the parameter and settings
     lines) beside Figure 2; returns the paths and a one-line summary. Resumable."""
-    from atrec.paths import results_dir
     from atrec.fileio import atomic_write_text
+    from atrec.paths import results_dir
     from atrec.reporting.tables import render
 
     result = run_variance(request, data, root=root, quiet=quiet, echo=echo)

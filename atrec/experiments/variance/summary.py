@@ -12,6 +12,7 @@ import numpy as np
 from atrec.experiments.variance.request import DATA_SEED, VARIANCE_METRICS, VarianceRequest
 from atrec.protocol import settings_dict
 
+
 @dataclass(frozen=True)
 class MeanSE:
     """Mean and standard error (``sd(ddof=1) / sqrt(n)``; NaN for ``n < 2``) over seeds."""

@@ -16,6 +16,7 @@ from atrec.propensity.builtin import DataItem
 from atrec.protocol import SAMPLER_SEED, TUNING_SEED, settings_dict
 from atrec.tuning import storage as tuning_storage
 
+
 def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequence[bool],
                   trials: int = 25, storage: str | None = None, settings=None, at_settings=None,
                   export_path: Path | None = None, study_prefix: str = "atrec",
