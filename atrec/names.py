@@ -36,10 +36,12 @@ def config_key(propensity: str, with_at: bool, method: str = DEFAULT_METHOD) -> 
     return key if method == DEFAULT_METHOD else f"{method}/{key}"
 
 
-def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: str) -> list[str]:
+def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: str,
+           every: tuple[str, ...] | None = None) -> list[str]:
     """Expand option values (each may be comma-separated, or ``all``) into known names.
 
-    Raises :class:`AtrecError` naming the unknown value and listing the allowed ones, or saying
+    ``all`` stands for ``every`` (default: all of ``allowed``). Raises :class:`AtrecError`
+    naming the unknown value and listing the allowed ones, or saying
     that none was given when ``values`` hold only commas and blanks.
     """
     out: list[str] = []
@@ -49,7 +51,7 @@ def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: 
             if not part:
                 continue
             if part == "all":
-                names = list(allowed)
+                names = list(allowed if every is None else every)
             elif part in allowed:
                 names = [part]
             else:

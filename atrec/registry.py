@@ -112,9 +112,11 @@ class Registry:
         raise AtrecError(f"unknown {self.kind} '{name}': choose from {', '.join(self.names())}"
                          f" ('atrec methods' lists them)")
 
-    def expand(self, values, allowed: tuple[str, ...] | None = None) -> list[str]:
+    def expand(self, values, allowed: tuple[str, ...] | None = None,
+               every: tuple[str, ...] | None = None) -> list[str]:
         """Option values (comma-separated, repeated, ``all``) as registered names, from
-        ``allowed`` (default: all). A name that a broken plug-in would have provided gets that
+        ``allowed`` (default: all); ``all`` stands for ``every`` (default ``allowed``). A name
+        that a broken plug-in would have provided gets that
         plug-in's line (:meth:`entry`); any other unknown name the list of choices."""
         from atrec.names import expand
 
@@ -124,7 +126,7 @@ class Registry:
                 part = part.strip().lower()
                 if part and part != "all" and part not in allowed and part in self.problems:
                     self.entry(part)
-        return expand(values, allowed, self.kind)
+        return expand(values, allowed, self.kind, every)
 
     def get(self, name: str) -> type:
         """The class called ``name`` (see :meth:`entry`)."""

@@ -110,10 +110,11 @@ def echo_notes(notes, prefix: str = "note") -> None:
 
 
 def expand_propensities(values) -> list[str]:
-    """``--propensity`` values as selectable registered estimators (``all`` = every one)."""
-    from atrec.propensity.registry import PROPENSITIES, propensity_names
+    """``--propensity`` values as selectable registered estimators. ``all`` is the paper's six
+    (Table 1's rows, which every parameter set covers); other estimators are named."""
+    from atrec.propensity.registry import PROPENSITIES, propensity_names, table1_propensities
 
-    return PROPENSITIES.expand(values, propensity_names())
+    return PROPENSITIES.expand(values, propensity_names(), every=table1_propensities())
 
 
 def builtin_propensities() -> list[str]:
@@ -133,8 +134,8 @@ def selection_options(func, params: bool = True):
         click.option("--propensity", "propensities", multiple=True, default=("all",),
                      show_default=True,
                      help=f"{', '.join(builtin_propensities())}, any plug-in's ('atrec "
-                          f"methods' lists them) or all. A method that uses no propensity runs "
-                          f"once."),
+                          f"methods' lists them), or all (the paper's six). A method that uses "
+                          f"no propensity runs once."),
         click.option("--with-at", "with_at", is_flag=True,
                      help="Train the method inside asymmetric tri-training (as A1 and A2)."),
         click.option("--without-at", "without_at", is_flag=True,
