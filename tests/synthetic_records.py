@@ -25,7 +25,9 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from atrec.evaluation.summary import load_summary
 from atrec.experiments.records import record_path, save_record
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -110,3 +112,23 @@ def write_coat_gaps(root: Path) -> Path:
     """Coat only, with gaps: no ``item`` with AT records, and ``user`` with AT MAE at 0.850."""
     return write_records(root, datasets=("coat",), skip=[("coat", "item", True)],
                          override={("coat", "user", True, "mae"): 0.850})
+
+
+# --- fixtures shared by the report tests (import them by name into a test module) -------------
+
+@pytest.fixture(scope="session")
+def root(tmp_path_factory):
+    """A results folder holding the synthetic Table 1 records (:func:`write_records`)."""
+    return write_records(tmp_path_factory.mktemp("records"))
+
+
+@pytest.fixture(scope="session")
+def summary(root):
+    """The summary of :func:`root`'s records (5 seeds per cell)."""
+    return load_summary(root, expected_seeds=5)
+
+
+@pytest.fixture(scope="session")
+def coat_gaps(tmp_path_factory):
+    """A results folder with Coat only and some cells missing (:func:`write_coat_gaps`)."""
+    return write_coat_gaps(tmp_path_factory.mktemp("gaps"))

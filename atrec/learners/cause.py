@@ -83,14 +83,9 @@ def init_params(num_users: int, num_items: int, dim: int, seeds: list[int],
         raise ValueError(f"the MCAR slices have {np.shape(slices[0])[0]} rows, expected "
                          f"{len(seeds)}: one per replica")
     U, V, bu, bi, b = mf.init_params(num_users, num_items, dim, seeds)
-    lim_u, lim_i = np.sqrt(6.0 / (num_users + dim)), np.sqrt(6.0 / (num_items + dim))
-    Uc, Vc = [], []
-    for seed in seeds:
-        rng = np.random.default_rng([seed, CONTROL_SEED_TAG])
-        Uc.append(rng.uniform(-lim_u, lim_u, (num_users, dim)))
-        Vc.append(rng.uniform(-lim_i, lim_i, (num_items, dim)))
+    Uc, Vc = mf.glorot_pair(num_users, num_items, dim, seeds, CONTROL_SEED_TAG)
     f32 = lambda x: np.asarray(x, np.float32)  # noqa: E731
-    return (U, V, bu, bi, f32(Uc), f32(Vc), *(f32(s) for s in slices),
+    return (U, V, bu, bi, Uc, Vc, *(f32(s) for s in slices),
             np.full(len(seeds), cause_pen, np.float32), b)
 
 

@@ -70,14 +70,9 @@ def init_params(num_users: int, num_items: int, dim: int, seeds: list[int],
     Glorot-uniform ``G``, ``H`` from ``default_rng([seed, ADVERSARY_SEED_TAG])``, ``pen``, and
     update counts 0."""
     U, V, bu, bi, b = mf.init_params(num_users, num_items, dim, seeds)
-    lim_u, lim_i = np.sqrt(6.0 / (num_users + dim)), np.sqrt(6.0 / (num_items + dim))
-    G, H = [], []
-    for seed in seeds:
-        rng = np.random.default_rng([seed, ADVERSARY_SEED_TAG])
-        G.append(rng.uniform(-lim_u, lim_u, (num_users, dim)))
-        H.append(rng.uniform(-lim_i, lim_i, (num_items, dim)))
+    G, H = mf.glorot_pair(num_users, num_items, dim, seeds, ADVERSARY_SEED_TAG)
     R = len(seeds)
-    return (U, V, bu, bi, np.asarray(G, np.float32), np.asarray(H, np.float32),
+    return (U, V, bu, bi, G, H,
             np.full(R, pen, np.float32), np.zeros(R, np.float32), np.zeros(R, np.float32), b)
 
 

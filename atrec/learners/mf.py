@@ -73,6 +73,21 @@ def init_params(num_users: int, num_items: int, dim: int, seeds: list[int]) -> t
     return tuple(np.asarray(x, dtype=np.float32) for x in out)
 
 
+def glorot_pair(num_users: int, num_items: int, dim: int, seeds: list[int],
+                tag: int) -> tuple[np.ndarray, np.ndarray]:
+    """A second model's ``[R, num_users, dim]`` and ``[R, num_items, dim]`` tables, float32,
+    Glorot-uniform as :func:`init_params` draws its own, replica ``k`` from
+    ``numpy.random.default_rng([seeds[k], tag])`` (a stream apart from the predictor's)."""
+    lim_u = np.sqrt(6.0 / (num_users + dim))
+    lim_i = np.sqrt(6.0 / (num_items + dim))
+    users, items = [], []
+    for seed in seeds:
+        rng = np.random.default_rng([seed, tag])
+        users.append(rng.uniform(-lim_u, lim_u, (num_users, dim)))
+        items.append(rng.uniform(-lim_i, lim_i, (num_items, dim)))
+    return np.asarray(users, np.float32), np.asarray(items, np.float32)
+
+
 def predict(params: tuple, users, items):
     """Predicted ratings, shape ``[R, n]``, for index tensors ``users``, ``items`` of ``[R, n]``."""
     U, V, bu, bi, b = params

@@ -1,8 +1,9 @@
 """atrec's own propensity estimators: the paper's six (section 5.1.2, PROTOCOL.md) and Figure 2's.
 
 Each estimator (a :class:`~atrec.propensity.base.Propensity`) maps a split to per-pair
-propensities of its training and validation ratings, estimated from the training part only. With ``O`` the observed training
-matrix and ``n_u`` / ``n_i`` the training ratings of user ``u`` / item ``i``:
+propensities of its training and validation ratings, estimated from the training part only.
+With ``O`` the observed training matrix and ``n_u`` / ``n_i`` the training ratings of user ``u``
+/ item ``i``:
 
 ========== =========================================================================
 uniform    P = 1 (MF-IPS is then plain MF)
@@ -72,7 +73,10 @@ class _Counts(Propensity):
     """P(u) and P(i) from training counts, relative to their maximum."""
 
     def pair_values(self, p_user: np.ndarray, p_item: np.ndarray, r: Ratings) -> np.ndarray:
-        raise NotImplementedError
+        """``p`` of the pairs of ``r``: the product of their cell factors (a factor of 1 is
+        exact, so ``user`` and ``item`` give their counts' values unchanged)."""
+        a, b = self.cell_factors(p_user, p_item)
+        return a[r.user] * b[r.item]
 
     def cell_factors(self, p_user: np.ndarray, p_item: np.ndarray) -> tuple:
         """``(a, b)`` with ``p(u, i) = a[u] * b[i]``."""
@@ -101,9 +105,6 @@ class User(_Counts):
     name, label, paper_row = "user", "user", True
     description = "P(u) = n_u / max n_u (training ratings per user)"
 
-    def pair_values(self, p_user, p_item, r):
-        return p_user[r.user]
-
     def cell_factors(self, p_user, p_item):
         return p_user, np.ones_like(p_item)
 
@@ -112,9 +113,6 @@ class Item(_Counts):
     name, label, paper_row = "item", "item", True
     description = "P(i) = n_i / max n_i (training ratings per item)"
 
-    def pair_values(self, p_user, p_item, r):
-        return p_item[r.item]
-
     def cell_factors(self, p_user, p_item):
         return np.ones_like(p_user), p_item
 
@@ -122,9 +120,6 @@ class Item(_Counts):
 class UserItem(_Counts):
     name, label, paper_row = "user-item", "user-item", True
     description = "P(u) * P(i)"
-
-    def pair_values(self, p_user, p_item, r):
-        return p_user[r.user] * p_item[r.item]
 
     def cell_factors(self, p_user, p_item):
         return p_user, p_item

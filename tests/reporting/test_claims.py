@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
-from synthetic_records import paper_values, write_coat_gaps, write_records
+from synthetic_records import coat_gaps, paper_values, root, summary, write_records  # noqa: F401
 
+# (coat_gaps, root, summary: the shared report fixtures)
 from atrec.evaluation.summary import load_summary
 from atrec.reporting.claims import FAILS, HOLDS, MISSING, evaluate_claims
 
@@ -12,21 +13,6 @@ BROKEN = {
     ("yahoo", "nb-true", True, "mse"): 0.300,       # (3) with-AT MSE range 1.513 - 0.3 = 1.213
     ("coat", "nb-true", True, "ndcg3_paper"): 0.280,  # (4) AT lowers Coat NB (true) nDCG
 }
-
-
-@pytest.fixture(scope="session")
-def root(tmp_path_factory):
-    return write_records(tmp_path_factory.mktemp("records"))
-
-
-@pytest.fixture(scope="session")
-def summary(root):
-    return load_summary(root, expected_seeds=5)
-
-
-@pytest.fixture(scope="session")
-def coat_gaps(tmp_path_factory):
-    return write_coat_gaps(tmp_path_factory.mktemp("gaps"))
 
 
 @pytest.fixture(scope="session")

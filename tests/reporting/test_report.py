@@ -4,23 +4,13 @@ import sys
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from synthetic_records import write_coat_gaps, write_records
+from synthetic_records import coat_gaps, root, write_records  # noqa: F401  (fixtures)
 
 from atrec.cli import main
 from atrec.data.ratings import RatingData, Ratings
 from atrec.errors import AtrecError
 from atrec.reporting.claims import HOLDS
 from atrec.reporting.report import report
-
-
-@pytest.fixture(scope="session")
-def root(tmp_path_factory):
-    return write_records(tmp_path_factory.mktemp("records"))
-
-
-@pytest.fixture(scope="session")
-def coat_gaps(tmp_path_factory):
-    return write_coat_gaps(tmp_path_factory.mktemp("gaps"))
 
 
 def test_selected_dataset_without_results_is_dashes_and_a_notice(coat_gaps):

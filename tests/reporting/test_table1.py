@@ -1,26 +1,11 @@
 import math
 
 import pytest
-from synthetic_records import paper_values, write_coat_gaps, write_records
+from synthetic_records import coat_gaps, paper_values, root, summary  # noqa: F401  (fixtures)
 
 from atrec.errors import AtrecError
 from atrec.evaluation.summary import load_summary
 from atrec.reporting.table1 import paper_table, table1_rows
-
-
-@pytest.fixture(scope="session")
-def root(tmp_path_factory):
-    return write_records(tmp_path_factory.mktemp("records"))
-
-
-@pytest.fixture(scope="session")
-def summary(root):
-    return load_summary(root, expected_seeds=5)
-
-
-@pytest.fixture(scope="session")
-def coat_gaps(tmp_path_factory):
-    return write_coat_gaps(tmp_path_factory.mktemp("gaps"))
 
 
 def test_paper_table_matches_the_transcription():
