@@ -201,6 +201,20 @@ def preprocess(name: str, quiet: bool = False) -> RatingData:
     checksums = {f.name: verify_file(folder / f.name, f) for f in spec.files}
     parts = _parse_parts(name, folder)
     data = build_rating_data(name, parts["train"], parts["test"], checksums)
+    write_store(data)
+    return data
+
+
+def write_store(data: RatingData) -> None:
+    """Write ``data`` as the binary store of dataset ``data.name`` and its manifest, the
+    manifest naming ``data.checksums`` as its source files.
+
+    :func:`preprocess` calls it with the parsed raw files; a benchmark can install generated
+    data under a catalogue name (Yahoo-size synthetic data as ``yahoo``) the same way, and
+    :func:`load_processed` then reads it like any other store.
+    """
+    name = data.name
+    checksums = data.checksums
     store = _store_bytes(data)
     manifest = {
         "schema": MANIFEST_SCHEMA,
@@ -216,7 +230,6 @@ def preprocess(name: str, quiet: bool = False) -> RatingData:
     out = processed_dir(name)
     atomic_write_bytes(out / STORE, store)
     atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return data
 
 
 def _download_hint(name: str) -> str:

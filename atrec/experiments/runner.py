@@ -203,9 +203,13 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
     return out
 
 
-def group_size(data: RatingData, dim: int, n_seeds: int) -> int:
-    """Seeds trained (and saved) together (:func:`atrec.learners.layout.group_size`)."""
-    return layout.group_size(data.num_users, data.num_items, dim, n_seeds)
+def group_seeds(data: RatingData, dim: int, seeds: list[int]) -> list[tuple[int, ...]]:
+    """Seeds trained (and saved) together (:func:`atrec.learners.layout.group_seeds`)."""
+    return layout.group_seeds(list(seeds), _width(data, dim))
+
+
+def _width(data: RatingData, dim: int) -> int:
+    return layout.group_width(data.num_users, data.num_items, dim)
 
 
 @dataclass
@@ -323,8 +327,8 @@ class ConfigPlan:
 def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False) -> ConfigPlan:
     """Load the records ``spec`` already has (none with ``force``) and group the other seeds.
 
-    Groups follow :func:`group_size` on this machine, whoever trains them: a seed's numbers
-    depend on the seeds stacked with it only through the grouping, which is fixed here.
+    Groups follow :func:`group_seeds`, whoever trains them. The layout is canonical
+    (:mod:`atrec.learners.layout`), so a seed's numbers do not depend on the grouping.
     """
     outcome = ConfigOutcome(spec)
     todo, skipped = [], {}
@@ -338,8 +342,7 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
             todo.append(seed)
             if path.exists():
                 skipped[seed] = path.stat().st_mtime_ns
-    size = group_size(data, spec.params.dim, len(todo)) if todo else 1
-    groups = [tuple(todo[lo:lo + size]) for lo in range(0, len(todo), size)]
+    groups = group_seeds(data, spec.params.dim, todo)
     return ConfigPlan(spec, root, groups, outcome, skipped)
 
 
@@ -351,8 +354,17 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
     """
     seeds = list(seeds)
     start = time.perf_counter()
-    inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator)
-    result, settings = _fit(data, spec, seeds, inputs)
+    # every fit has the canonical width, seed s in slot s % width, empty slots filled with
+    # copies whose results are dropped (atrec.learners.layout.group_width)
+    width = _width(data, spec.params.dim)
+    run = layout.slots(seeds, width)
+    inputs = stack_inputs(data, spec.propensity, run, spec.estimator)
+    result, settings = _fit(data, spec, run, inputs)
+    if run != seeds:
+        keep = [seed % width for seed in seeds]
+        result = result.select(keep)
+        inputs = Inputs([inputs.splits[k] for k in keep], {}, {}, inputs.test,
+                        [inputs.propensity_fit[k] for k in keep] if inputs.propensity_fit else [])
     elapsed = time.perf_counter() - start
     return _records(data, spec, seeds, inputs, result, settings, elapsed), elapsed
 

@@ -170,6 +170,16 @@ class MethodResult:
     scores: np.ndarray
     traces: dict = field(default_factory=dict)
 
+    def select(self, keep: list[int]) -> MethodResult:
+        """The result of the replicas ``keep`` (indices), in that order: the runner drops the
+        filler replicas of a partial stack (:mod:`atrec.learners.layout`)."""
+        idx = np.asarray(keep)
+        return MethodResult(
+            np.asarray(self.mae)[idx], np.asarray(self.mse)[idx],
+            np.asarray(self.best_step)[idx], np.asarray(self.best_val_loss)[idx],
+            np.asarray(self.selection_trace)[:, idx], np.asarray(self.scores)[idx],
+            {name: np.asarray(v)[:, idx] for name, v in self.traces.items()})
+
     def check(self, replicas: int, n_full: int) -> None:
         """Raise ``ValueError`` naming the field whose shape breaks the contract."""
         for name in ("mae", "mse", "best_step", "best_val_loss"):
