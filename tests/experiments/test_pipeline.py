@@ -1,0 +1,110 @@
+"""``atrec reproduce --baselines`` (``make reproduce BASELINES=1``): the real stages on Coat.
+
+Nothing is mocked in the training path: the pipeline downloads Coat from the shared copy,
+trains Table 1 and the baselines with TensorFlow, and writes the report. Only the selection is
+narrowed (two baselines, one propensity, two seeds) so that the test takes about a minute.
+"""
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import SHARED
+
+from atrec.cli import main
+from atrec.experiments import pipeline
+from atrec.experiments.params import TUNED, TUNED_ATREC, load_param_table
+from atrec.names import NO_PROPENSITY
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("ATREC_COAT_SOURCE", str(SHARED / "coat"))
+    monkeypatch.setenv("ATREC_ML_100K_SOURCE", str(SHARED / "ml-100k"))
+    monkeypatch.delenv("ATREC_YAHOO_SOURCE", raising=False)
+    return tmp_path
+
+
+def _records(root, method):
+    return sorted((root / "results" / "runs" / "coat").glob(f"{method}/*/*/seed-*.json"))
+
+
+def test_shipped_values_cover_every_baseline_on_coat():
+    """tuned-atrec holds all 26 baseline configurations of Coat, so BASELINES=1 tunes nothing
+    there; Yahoo! R3 has none, so it would be tuned."""
+    coat, yahoo = pipeline.plan_baselines(["coat", "yahoo"])
+    assert coat.params == TUNED_ATREC and not coat.needs_tuning
+    assert len(coat.configs) == 2 * (2 * 6 + 2)
+    assert yahoo.params == TUNED and yahoo.needs_tuning
+    table = load_param_table(TUNED_ATREC)[0]["coat"]
+    for key in ("cause/none", "cause/none-at", "damf/none", "damf/none-at"):
+        assert table[key]["trials"] == 25
+        assert ("epsilon" in table[key]) == key.endswith("-at")
+
+
+@pytest.mark.slow
+def test_reproduce_with_baselines_trains_them_and_reports_the_benchmark(env):
+    """The real pipeline: Table 1 (2 seeds), then DR-JL (item) and CausE with the shipped values
+    (no tuning stage), and the benchmark table with paired tests in report.md."""
+    lines = []
+    result = pipeline.reproduce(seeds=2, variance=False, echo=lines.append, baselines=True,
+                                baseline_methods=("dr-jl", "cause"),
+                                baseline_propensities=("item",))
+    stages = [name for name, _, _ in result.stages]
+    assert stages == ["download", "preprocess", "train", "bl-train", "report", "check"]
+    assert "4 configurations of dr-jl, cause: 8 runs trained, 0 reused" in lines[3]
+    for method in ("dr-jl", "cause"):
+        recs = _records(env, method)
+        assert len(recs) == 4, recs
+        for path in recs:
+            assert f"/{TUNED_ATREC}/" in str(path)
+            assert json.loads(path.read_text())["method"] == method
+    report = (env / "results" / "report.md").read_text()
+    assert "## Benchmark: methods x propensities" in report
+    assert "DR-JL" in report and "CausE" in report and "Paired tests vs MF-IPS" in report
+    # a rerun reuses every record
+    lines.clear()
+    pipeline.reproduce(seeds=2, variance=False, echo=lines.append, baselines=True,
+                       baseline_methods=("dr-jl", "cause"), baseline_propensities=("item",))
+    assert "0 runs trained, 8 reused" in lines[3]
+
+
+@pytest.mark.slow
+def test_baselines_without_shipped_values_are_tuned_first(env, monkeypatch):
+    """Where tuned-atrec has no values (here: emptied), the baselines are tuned by the real
+    Optuna objective, exported to the tuned file, and trained with --params tuned."""
+    from atrec.data.download import download
+    from atrec.data.preprocess import preprocess
+
+    download("coat", source=SHARED / "coat", quiet=True)
+    preprocess("coat", quiet=True)
+    monkeypatch.setattr(pipeline, "shipped_values", dict)
+    plans = pipeline.plan_baselines(["coat"], ("damf",), ("item",), (False,))
+    assert plans[0].needs_tuning and plans[0].configs == [("damf", NO_PROPENSITY, False)]
+    assert pipeline.tune_baselines(plans, trials=2) == 1
+    tuned = yaml.safe_load((env / "results" / "tuned_params.yaml").read_text())
+    assert tuned["coat"]["damf/none"]["trials"] == 2
+    outcomes = pipeline.train_baselines(plans, seeds=2)
+    assert [len(o.trained) for o in outcomes] == [2]
+    assert all(f"/{TUNED}/" in str(p) for p in _records(env, "damf"))
+    text = pipeline.baseline_report(plans, "published", seeds=2)
+    assert "DAMF" in text
+
+
+def test_cli_reproduce_passes_baselines(env, monkeypatch):
+    """``atrec reproduce --baselines`` (the Makefile's BASELINES=1) reaches the pipeline."""
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        return pipeline.PipelineResult(passed=True)
+
+    monkeypatch.setattr(pipeline, "reproduce", fake)
+    result = CliRunner().invoke(main, ["reproduce", "--baselines", "--no-variance"])
+    assert result.exit_code == 0, result.output
+    assert seen["baselines"] is True
+    result = CliRunner().invoke(main, ["reproduce", "--no-variance"])
+    assert seen["baselines"] is False
