@@ -168,7 +168,7 @@ def test_a_killed_worker_does_not_stop_the_grid(cluster, client, local_runs, tmp
     outcomes = train(_request(), root=tmp_path, scheduler=cluster.scheduler_address,
                      progress=kill_a_busy_worker)
     assert killed["tasks"], killed
-    assert all(o.trained == SEEDS for o in outcomes)
+    assert all(sorted(o.trained) == SEEDS for o in outcomes)   # groups return in any order
     _assert_equal_runs(_by_run(tmp_path), local_runs)
     # the process is gone (its nanny starts a fresh one, which the cluster keeps)
     client.wait_for_workers(2, timeout=60)
