@@ -61,7 +61,7 @@ def test_reproduce_with_baselines_trains_them_and_reports_the_benchmark(env):
         assert len(recs) == 4, recs
         for path in recs:
             assert f"/{TUNED_ATREC}/" in str(path)
-            assert json.loads(path.read_text())["method"] == method
+            assert json.loads(path.read_text())["method"] in (method, f"{method}+at")
     report = (env / "results" / "report.md").read_text()
     assert "## Benchmark: methods x propensities" in report
     assert "DR-JL" in report and "CausE" in report and "Paired tests vs MF-IPS" in report
