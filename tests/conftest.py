@@ -39,6 +39,18 @@ def data_dir(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.fixture
+def reproduce_env(tmp_path, monkeypatch):
+    """Empty data and results folders under ``tmp_path`` and the sources ``atrec reproduce``
+    installs from: the shared Coat and ML-100K copies, no Yahoo! R3. Returns ``tmp_path``."""
+    monkeypatch.setenv("ATREC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("ATREC_COAT_SOURCE", str(SHARED / "coat"))
+    monkeypatch.setenv("ATREC_ML_100K_SOURCE", str(SHARED / "ml-100k"))
+    monkeypatch.delenv("ATREC_YAHOO_SOURCE", raising=False)
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def coat_data(tmp_path_factory) -> RatingData:
     """Coat as atrec loads it (train and test matrices), from the shared copy."""

@@ -61,6 +61,15 @@ class BaselinePlan:
     def needs_tuning(self) -> bool:
         return self.params == TUNED
 
+    def selection(self) -> tuple[list[str], list[str], list[bool]]:
+        """The methods, propensities and AT options of ``configs``, each once in order, as
+        ``atrec tune`` / ``atrec train`` take them (methods without a propensity alone: the
+        paper's six, which such methods ignore)."""
+        methods = list(dict.fromkeys(m for m, _, _ in self.configs))
+        props = list(dict.fromkeys(p for _, p, _ in self.configs if p != NO_PROPENSITY))
+        ats = list(dict.fromkeys(a for _, _, a in self.configs))
+        return methods, props or list(table1_propensities()), ats
+
 
 def shipped_values() -> dict:
     """The shipped ``tuned-atrec`` table (``dataset -> config key -> values``)."""
@@ -96,11 +105,9 @@ def tune_baselines(plans: list[BaselinePlan], trials: int = 25) -> int:
     for plan in plans:
         if not plan.needs_tuning:
             continue
-        methods = tuple(dict.fromkeys(m for m, _, _ in plan.configs))
-        props = tuple(dict.fromkeys(p for _, p, _ in plan.configs if p != NO_PROPENSITY))
-        ats = tuple(dict.fromkeys(a for _, _, a in plan.configs))
-        request = TuneRequest((plan.dataset,), props or tuple(table1_propensities()), ats,
-                              trials, methods=methods)
+        methods, props, ats = plan.selection()
+        request = TuneRequest((plan.dataset,), tuple(props), tuple(ats), trials,
+                              methods=tuple(methods))
         studies += len(tuning.tune(request))
     return studies
 
@@ -113,11 +120,9 @@ def train_baselines(plans: list[BaselinePlan], seeds: int = 20, scheduler: str |
 
     outcomes = []
     for plan in plans:
-        methods = list(dict.fromkeys(m for m, _, _ in plan.configs))
-        props = list(dict.fromkeys(p for _, p, _ in plan.configs if p != NO_PROPENSITY))
-        ats = list(dict.fromkeys(a for _, _, a in plan.configs))
-        outcomes += train(TrainRequest([plan.dataset], props or list(table1_propensities()), ats,
-                                       list(range(seeds)), params=plan.params, methods=methods),
+        methods, props, ats = plan.selection()
+        outcomes += train(TrainRequest([plan.dataset], props, ats, list(range(seeds)),
+                                       params=plan.params, methods=methods),
                           scheduler=scheduler, echo=progress)
     return outcomes
 

@@ -95,6 +95,14 @@ class Inputs:
     # per split: the estimator's ``diagnostics`` after its estimate (empty when it has none)
     propensity_fit: list = field(default_factory=list)
 
+    def take(self, rows: list[int]) -> Inputs:
+        """The inputs of the replicas ``rows`` (indices, repeats allowed), in that order."""
+        idx = np.asarray(rows)
+        pick = lambda part: {k: np.asarray(v)[idx] for k, v in part.items()}  # noqa: E731
+        fits = [self.propensity_fit[k] for k in rows] if self.propensity_fit else []
+        return Inputs([self.splits[k] for k in rows], pick(self.train), pick(self.val),
+                      self.test, fits)
+
 
 def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None) -> Inputs:
     """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``.
@@ -358,13 +366,12 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
     # copies whose results are dropped (atrec.learners.layout.group_width)
     width = _width(data, spec.params.dim)
     run = layout.slots(seeds, width)
-    inputs = stack_inputs(data, spec.propensity, run, spec.estimator)
-    result, settings = _fit(data, spec, run, inputs)
-    if run != seeds:
-        keep = [seed % width for seed in seeds]
-        result = result.select(keep)
-        inputs = Inputs([inputs.splits[k] for k in keep], {}, {}, inputs.test,
-                        [inputs.propensity_fit[k] for k in keep] if inputs.propensity_fit else [])
+    inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator)
+    if run == seeds:
+        result, settings = _fit(data, spec, seeds, inputs)
+    else:   # the fillers reuse their seed's inputs: no split or propensity is estimated twice
+        result, settings = _fit(data, spec, run, inputs.take([seeds.index(s) for s in run]))
+        result = result.select([seed % width for seed in seeds])
     elapsed = time.perf_counter() - start
     return _records(data, spec, seeds, inputs, result, settings, elapsed), elapsed
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import distributed
 import pytest
 from click.testing import CliRunner
-from conftest import SHARED
 
 import atrec
 from atrec.cli import main
@@ -210,13 +209,9 @@ def test_bad_local_cluster_sizes_are_refused(scheduler):
             parse_local(scheduler)
 
 
-def test_reproduce_passes_the_scheduler_to_training(tmp_path, monkeypatch):
+def test_reproduce_passes_the_scheduler_to_training(reproduce_env):
     """``atrec reproduce --scheduler`` reaches the training stage (a bad value fails there)."""
-    monkeypatch.setenv("ATREC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("ATREC_COAT_SOURCE", str(SHARED / "coat"))
-    monkeypatch.setenv("ATREC_ML_100K_SOURCE", str(SHARED / "ml-100k"))
-    monkeypatch.delenv("ATREC_YAHOO_SOURCE", raising=False)
+    tmp_path = reproduce_env
     result = CliRunner().invoke(main, ["reproduce", "--seeds", "1", "--no-variance",
                                        "--scheduler", "local:0"])
     assert result.exit_code == 2, result.output

@@ -19,13 +19,8 @@ from atrec.names import NO_PROPENSITY
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATREC_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("ATREC_COAT_SOURCE", str(SHARED / "coat"))
-    monkeypatch.setenv("ATREC_ML_100K_SOURCE", str(SHARED / "ml-100k"))
-    monkeypatch.delenv("ATREC_YAHOO_SOURCE", raising=False)
-    return tmp_path
+def env(reproduce_env):
+    return reproduce_env
 
 
 def _records(root, method):
