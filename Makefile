@@ -27,8 +27,10 @@ $(STAMP): setup.cfg pyproject.toml examples/plugin/pyproject.toml
 
 install: $(STAMP)
 
+# One pytest process per test folder (tests/run_groups.py says why: one process for the whole
+# suite runs out of memory maps). PYTEST_ARGS go to each: make test PYTEST_ARGS="-x -k coat".
 test: $(STAMP)
-	$(PYTHON) -m pytest -q
+	$(PYTHON) tests/run_groups.py -q $(PYTEST_ARGS)
 
 reproduce: $(STAMP)
 	ATREC_COAT_SOURCE="$(COAT_SOURCE)" ATREC_ML_100K_SOURCE="$(ML_SOURCE)" \

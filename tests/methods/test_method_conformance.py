@@ -225,7 +225,14 @@ METRIC_TYPES = {"mae": float, "mse": float, "ndcg3_paper": float, "ndcg3_standar
 
 
 @pytest.mark.parametrize("name, with_at", CASES)
-def test_run_config_writes_a_record_of_the_schema(name, with_at, small_mnar, stacked, tmp_path):
+def test_run_config_writes_a_record_of_the_schema(name, with_at, small_mnar, stacked, tmp_path,
+                                                  monkeypatch):
+    # The runner's canonical width (20 at this size) set to this module's stack of 3 seeds, so
+    # its fit has the shape of ``stacked``'s and reuses that compiled loop; a width-20 loop per
+    # method and AT cost 4 minutes here. The width itself is tested in test_grouping_determinism.
+    from atrec.learners import layout
+
+    monkeypatch.setattr(layout, "STACK", len(SEEDS))
     params = HyperParams.from_values(small_params(METHODS.get(name), with_at))
     spec = RunSpec(small_mnar.name, propensity_for(name), with_at, params, "published", SEEDS,
                    SETTINGS, AT_SETTINGS if with_at else None, method=name)
