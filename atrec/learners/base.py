@@ -81,6 +81,12 @@ class Learner:
       1-based step count (``[R]`` inside AT, a scalar in a stand-alone fit); ``ctx`` is always
       given. Without it, a step is ``gradients`` then one Adam step (``atrec.learners.mf.adam``)
       over the whole tuple. :func:`adam_on` updates a chosen part of the tuple;
+    - ``phases`` and ``block`` (optional, with ``update``): the same schedule as steps that take
+      turns in blocks, phase ``j`` at the steps ``t`` (0-based) with ``(t // block) %
+      len(phases) == j``, each phase an ``update``-like step without a choice in it. A
+      stand-alone fit then switches phase once per block instead of choosing inside every
+      step (a per-step ``tf.cond`` made XLA copy every table each step,
+      docs/performance.md, "DAMF"); ``update`` must take the same steps (AT uses it);
     - ``factors(params)`` (optional): ``(user [R, nu, k], item [R, ni, k])`` with
       ``predict(u, i) = user[u] . item[i]``; AT then computes the discrepancy of all pairs by
       one matrix product.
@@ -101,6 +107,8 @@ class Learner:
     scores: Callable | None = field(default=None, compare=False)
     takes_context: bool = False
     update: Callable | None = None
+    phases: tuple = ()
+    block: int = 0
 
 
 def mf_scores(params: tuple, users: np.ndarray, items: np.ndarray) -> np.ndarray:

@@ -27,10 +27,12 @@ penalised by that discrepancy.
 Schedule (:func:`update`): steps alternate in blocks of :data:`BLOCK` (20): predictor steps
 ``0-19``, adversary steps ``20-39``, predictor ``40-59``, ... of the step counter ``ctx.step`` of
 the caller's phase (a stand-alone fit's step; AT restarts it at its pre-training and its
-pseudo-labelling phase, so each phase starts with predictor steps). The branch is a ``tf.cond``
-that runs only the chosen sub-model's Adam step: a zero gradient would not freeze Adam (the
-moments keep moving the parameters), so the other sub-model's parameters and moments are not
-touched at all. Each sub-model's Adam bias correction counts that sub-model's own updates:
+pseudo-labelling phase, so each phase starts with predictor steps). Each step is
+:func:`predictor_step` or :func:`adversary_step`, which computes and applies the chosen
+sub-model's Adam step only: a zero gradient would not freeze Adam (the moments keep moving the
+parameters), so the other sub-model's parameters and moments are not touched at all. A
+stand-alone fit takes the two as the learner's ``phases``, a block at a time; AT's loops take
+:func:`update`, which chooses between them in every step. Each sub-model's Adam bias correction counts that sub-model's own updates:
 the counts ``n_f``, ``n_h`` are carried per replica in the parameter tuple (so they follow
 replicas into chunks and through AT's steps without pseudo-labels, which skip a replica's
 update) and the loop's own step count ``t`` is not used. With ``pen = 0`` the predictor's
@@ -177,27 +179,40 @@ def predictor_turn(step):
     return tf.equal(tf.math.floormod(tf.math.floordiv(step, BLOCK), 2), 0)
 
 
+def _step(indices, count, grads, params, m, v, lr):
+    """Adam on the parameters at ``indices``, bias-corrected by the count at ``count``, which
+    goes up by one; the rest of the tuple and its moments are returned unchanged."""
+    new_p, new_m, new_v = adam_on(indices, params, m, v, grads, params[count] + 1.0, lr)
+    new_p = list(new_p)
+    new_p[count] = params[count] + 1.0
+    return tuple(new_p), new_m, new_v
+
+
+def predictor_step(params: tuple, m: tuple, v: tuple, t, users, items, labels, weights, lam, lr,
+                   snips, ctx: StepContext):
+    """A predictor step (an update of the schedule's predictor blocks); ``t`` is unused."""
+    cu, ci = _cells(ctx, users)
+    _, grads = predictor_gradients(params, users, items, labels, weights, lam, snips, cu, ci)
+    return _step(F_IDX, N_F, grads, params, m, v, lr)
+
+
+def adversary_step(params: tuple, m: tuple, v: tuple, t, users, items, labels, weights, lam, lr,
+                   snips, ctx: StepContext):
+    """An adversary step (an update of the schedule's adversary blocks); ``t`` is unused."""
+    cu, ci = _cells(ctx, users)
+    _, grads = adversary_gradients(params, users, items, cu, ci)
+    return _step(H_IDX, N_H, grads, params, m, v, lr)
+
+
 def update(params: tuple, m: tuple, v: tuple, t, users, items, labels, weights, lam, lr, snips,
            ctx: StepContext):
-    """One DAMF step (module doc): an Adam step of the predictor or of the adversary, chosen by
-    ``ctx.step``; the bias correction uses the chosen model's own count. ``t`` is unused."""
-    cu, ci = _cells(ctx, users)
-
-    def step(indices, grads, count):
-        new_p, new_m, new_v = adam_on(indices, params, m, v, grads, params[count] + 1.0, lr)
-        new_p = list(new_p)
-        new_p[count] = params[count] + 1.0
-        return tuple(new_p), new_m, new_v
-
-    def predictor():
-        _, grads = predictor_gradients(params, users, items, labels, weights, lam, snips, cu, ci)
-        return step(F_IDX, grads, N_F)
-
-    def adversary():
-        _, grads = adversary_gradients(params, users, items, cu, ci)
-        return step(H_IDX, grads, N_H)
-
-    return tf.cond(predictor_turn(ctx.step), predictor, adversary)
+    """One DAMF step (module doc): :func:`predictor_step` or :func:`adversary_step`, chosen by
+    ``ctx.step`` under a ``tf.cond``. AT's loops step this way; a stand-alone fit takes the
+    same steps a block at a time (``Learner.phases``), which XLA runs without copying the
+    tables the branch does not change."""
+    args = (params, m, v, t, users, items, labels, weights, lam, lr, snips, ctx)
+    return tf.cond(predictor_turn(ctx.step), lambda: predictor_step(*args),
+                   lambda: adversary_step(*args))
 
 
 def factors(params: tuple):
@@ -215,4 +230,5 @@ def make_learner(pen: float) -> Learner:
     compiled loops (``pen`` lives in the parameter tuple)."""
     return Learner("damf", predict, gradients, factors,
                    init=functools.partial(init_params, pen=float(pen)), scores=scores,
-                   takes_context=True, update=update)
+                   takes_context=True, update=update,
+                   phases=(predictor_step, adversary_step), block=BLOCK)

@@ -232,7 +232,7 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
     inf = tf.fill([R], np.float32(np.inf))
     val_ta = tf.TensorArray(tf.float32, size=steps)
 
-    def body(t, params, m, v, best_params, best_val, best_step, val_ta):
+    def body(t, params, m, v, best_params, best_val, best_step, val_ta, update=None):
         pos = batch_pos[:, t, :]
         users = tf.gather(tr_u, pos, batch_dims=1)
         items = tf.gather(tr_i, pos, batch_dims=1)
@@ -241,9 +241,10 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         if learner is None:
             _, grads = gradients(unflat(params), users, items, labels, weights, lam, snips)
             params, m, v = adam(params, m, v, _flat(grads), t + 1, lr)
-        elif learner.update is not None:    # the learner's own schedule of sub-model updates
-            step = learner.update(unflat(params), unflat(m), unflat(v), t + 1, users, items,
-                                  labels, weights, lam, lr, snips, _context(streams, t, cells))
+        elif update is not None or learner.update is not None:  # a schedule of sub-models
+            step = (update or learner.update)(unflat(params), unflat(m), unflat(v), t + 1, users,
+                                              items, labels, weights, lam, lr, snips,
+                                              _context(streams, t, cells))
             params, m, v = (_flat(x) for x in step)
         else:
             extra = (_context(streams, t, cells),) if learner.takes_context else ()
@@ -259,13 +260,29 @@ def _train_loop(params, batch_pos, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_
         best_step = tf.where(better, t, best_step)
         return t + 1, params, m, v, best_params, best_val, best_step, val_ta.write(t, val)
 
-    out = tf.while_loop(
-        lambda t, *_: t < steps, body,
-        (tf.constant(0), params, m0, v0, params, inf, tf.zeros([R], tf.int32), val_ta))
+    start = (tf.constant(0), params, m0, v0, params, inf, tf.zeros([R], tf.int32), val_ta)
+    if learner is not None and learner.phases:
+        out = tf.while_loop(lambda t, *_: t < steps,
+                            functools.partial(_phase_block, body, learner, steps), start)
+    else:
+        out = tf.while_loop(lambda t, *_: t < steps, body, start)
     _, params, _, _, best_params, best_val, best_step, val_ta = out
     best_mse, best_mae = eval_metrics(unflat(best_params), te_u, te_i, te_r,
                                       predict if learner is None else learner.predict)
     return unflat(params), best_val, best_step, best_mse, best_mae, val_ta.stack()
+
+
+def _phase_block(body, learner, steps, t, *state):
+    """The steps from ``t`` to the end of its block, by the phase whose turn it is
+    (``Learner.phases``): one switch per block, the steps inside it without a choice."""
+    end = tf.minimum((t // learner.block + 1) * learner.block, steps)
+
+    def run(phase):
+        return lambda: tf.while_loop(lambda u, *_: u < end,
+                                     functools.partial(body, update=phase), (t, *state))
+
+    turn = tf.math.floormod(t // learner.block, len(learner.phases))
+    return tf.switch_case(turn, [run(phase) for phase in learner.phases])
 
 
 def _context(streams, t, cells: tuple[int, int]):

@@ -178,10 +178,9 @@ KNOWN = {
     ("traces", True): "AT's pseudo_loss / discrepancy means",
 }
 # The same dim-5 departures of the final parameters reach the selected step's test MSE (an ulp)
-# for these built-ins on this data: DAMF alone, CausE inside AT. The float32-rounding bound
-# below still holds for them.
+# for this built-in on this data: CausE inside AT. The float32-rounding bound below still holds
+# for it. (DAMF alone was here too until its stand-alone fit stepped a block at a time.)
 KNOWN_FOR = {
-    ("metrics", "damf", False): "the selected step's MSE at dim 5",
     ("metrics", "cause", True): "the selected step's MSE at dim 5",
 }
 
