@@ -14,11 +14,18 @@ them, and absl's C++ log has no environment switch. atrec therefore:
   1 = warning, 2 = error, 3 = fatal only) and passes every other line through. A user who sets
   ``TF_CPP_MIN_LOG_LEVEL=0`` sees everything.
 
+Python-side, TensorFlow warns that "N out of the last M calls to <function _train_loop>
+triggered tf.function retracing" whenever a run compiles loops for several shapes (a tuning
+run: one per dim tried). atrec compiles one loop per dim and table size on purpose
+(``atrec.learners.mf._fit_loop``), so unless ``TF_CPP_MIN_LOG_LEVEL`` is 0 that warning is
+dropped (:class:`RetracingFilter`); every other Python-side message passes.
+
 ``TF_ENABLE_ONEDNN_OPTS`` is never touched: it changes the numbers, not just the messages.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -44,12 +51,28 @@ def _min_level() -> int:
         return 0
 
 
+class RetracingFilter(logging.Filter):
+    """Drops TensorFlow's "triggered tf.function retracing" warning (module doc)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+def _quiet_python_side(level: int) -> None:
+    if level >= 1:
+        tf_logger = logging.getLogger("tensorflow")
+        if not any(isinstance(f, RetracingFilter) for f in tf_logger.filters):
+            tf_logger.addFilter(RetracingFilter())
+
+
 def import_tensorflow():
     """``import tensorflow`` with the start-up lines below the wanted level held back."""
     if "tensorflow" in sys.modules:
+        _quiet_python_side(_min_level())
         return sys.modules["tensorflow"]
     quiet_defaults()
     level = _min_level()
+    _quiet_python_side(level)
     if level >= 3:
         try:
             from absl import logging as absl_logging
