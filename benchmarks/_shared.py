@@ -44,6 +44,17 @@ def yahoo_size_data():
         return pickle.load(f)
 
 
+def install_yahoo_size() -> None:
+    """Install :func:`yahoo_size_data` as the processed ``yahoo`` store of the data folder
+    ``ATREC_DATA_DIR`` names, so that atrec's commands train it as they would the real file."""
+    import dataclasses
+
+    from atrec.data.preprocess import write_store
+
+    write_store(dataclasses.replace(yahoo_size_data(), name="yahoo",
+                                    checksums={"synthetic": "YAHOO_SIZE, seed 0"}))
+
+
 def run_cases(script: str, cases: list[str], default_cases: list[str], header: str,
               run_case) -> None:
     """One case given: run it in this process. Otherwise print ``header`` and run each case

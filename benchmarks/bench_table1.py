@@ -20,7 +20,6 @@ printed, never asserted. Where TensorFlow sees a GPU, the run uses it, and the d
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import SHARED, yahoo_size_data  # noqa: E402
+from _shared import SHARED, install_yahoo_size  # noqa: E402
 
 AUTHORS_TABLE1_S = 4402.0          # issue 15: the authors' code, same 2-core machine
 TARGET_S, TARGET_MB = 220.0, 1024.0
@@ -44,13 +43,11 @@ def install_data(folder: Path) -> None:
     """Coat from the shared copy and Yahoo-size synthetic data as ``yahoo``, in ``folder``."""
     os.environ["ATREC_DATA_DIR"] = str(folder)
     from atrec.data.download import download
-    from atrec.data.preprocess import preprocess, write_store
+    from atrec.data.preprocess import preprocess
 
     download("coat", source=SHARED / "coat", quiet=True)
     preprocess("coat", quiet=True)
-    data = yahoo_size_data()
-    write_store(dataclasses.replace(data, name="yahoo",
-                                    checksums={"synthetic": "YAHOO_SIZE, seed 0"}))
+    install_yahoo_size()
 
 
 def device() -> str:
