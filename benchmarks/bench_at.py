@@ -38,8 +38,8 @@ def _coat():
 
 
 def run_case(case: str) -> None:
+    from atrec.experiments.inputs import stack_inputs
     from atrec.experiments.params import HyperParams, get_params
-    from atrec.experiments.runner import stack_inputs
     from atrec.learners import at
 
     kind, n_seeds = case.split(":")

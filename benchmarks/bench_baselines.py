@@ -47,7 +47,7 @@ LIMIT = 2.0   # issue 14: at most 2x MF-IPS
 
 
 def _problem(data, propensity: str):
-    from atrec.experiments.runner import stack_inputs
+    from atrec.experiments.inputs import stack_inputs
     from atrec.methods.base import FitProblem
 
     inputs = stack_inputs(data, propensity, SEEDS)

@@ -50,8 +50,8 @@ def _coat():
 
 def _case_data(case: str, seeds: list[int]):
     """``(kind, params, inputs, settings, init, batch positions)`` of ``case`` for ``seeds``."""
+    from atrec.experiments.inputs import stack_inputs
     from atrec.experiments.params import HyperParams, get_params
-    from atrec.experiments.runner import stack_inputs
     from atrec.learners import mf
 
     kind, arg = case.split(":")

@@ -62,7 +62,7 @@ from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 
-from atrec.learners import mf, pseudolabels
+from atrec.learners import layout, mf, pseudolabels
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
 from atrec.names import TRACE_NAMES
 from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
@@ -312,7 +312,7 @@ def fit_at(inits: tuple[tuple, tuple, tuple], train: dict, val: dict, test: dict
     compiled calls (default: CPU count, at most 2); results do not depend on either.
     """
     _check_inputs(inits, train, val, test, lam, epsilon, seeds, num_users, num_items)
-    val, test = mf.by_user(val), mf.by_user(test)      # evaluation gathers in table order
+    val, test = layout.by_user(val), layout.by_user(test)      # evaluation gathers in table order
     R = len(seeds)
     n_train = np.shape(train["user"])[1]
     if chunk is None:
@@ -341,7 +341,7 @@ def fit_at(inits: tuple[tuple, tuple, tuple], train: dict, val: dict, test: dict
                     part(val, "user", i32), part(val, "item", i32),
                     part(val, "rating", f32), part(val, "weight", f32), *te, *consts)
 
-    outs = mf.map_chunks(run, R, chunk, threads)
+    outs = layout.map_chunks(run, R, chunk, threads)
     finals = tuple(tuple(np.concatenate([o[role][j].numpy() for o in outs], axis=0)
                          for j in range(len(inits[role]))) for role in range(3))
     stacked = np.concatenate([o[3].numpy() for o in outs], axis=2)       # [steps, 6, R]

@@ -110,6 +110,13 @@ class Learner:
     phases: tuple = ()
     block: int = 0
 
+    def __post_init__(self) -> None:
+        if self.phases and (self.update is None or not isinstance(self.block, int)
+                            or self.block < 1):
+            raise ValueError(f"learner {self.name!r}: phases need update (the same schedule, "
+                             f"step by step) and a block of at least 1 step, got "
+                             f"block={self.block!r}")
+
 
 def mf_scores(params: tuple, users: np.ndarray, items: np.ndarray) -> np.ndarray:
     """The authors' ranking score ``theta_u . beta_i + b_i`` per replica, shape ``[R, n]``."""

@@ -32,10 +32,11 @@ pseudo-labelling phase, so each phase starts with predictor steps). Each step is
 sub-model's Adam step only: a zero gradient would not freeze Adam (the moments keep moving the
 parameters), so the other sub-model's parameters and moments are not touched at all. A
 stand-alone fit takes the two as the learner's ``phases``, a block at a time; AT's loops take
-:func:`update`, which chooses between them in every step. Each sub-model's Adam bias correction counts that sub-model's own updates:
-the counts ``n_f``, ``n_h`` are carried per replica in the parameter tuple (so they follow
-replicas into chunks and through AT's steps without pseudo-labels, which skip a replica's
-update) and the loop's own step count ``t`` is not used. With ``pen = 0`` the predictor's
+:func:`update`, which chooses between them in every step. Each sub-model's Adam bias
+correction counts that sub-model's own updates: the counts ``n_f``, ``n_h`` are carried per
+replica in the parameter tuple (so they follow replicas into chunks and through AT's steps
+without pseudo-labels, which skip a replica's update) and the loop's own step count ``t`` is
+not used. With ``pen = 0`` the predictor's
 updates are MF's, so ``f`` equals MF trained on the batches of the predictor steps only, bit for
 bit (tested against MF-IPS's own loop).
 

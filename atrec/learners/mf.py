@@ -23,10 +23,11 @@ dense. ``lam`` enters the compiled loop as a value, so trying a new ``lam`` does
 The L2 term over the whole tables moves every parameter at every step, so Adam must pass over
 the whole tables (no lazy or sparse Adam is exact). Inside the loop the tables, their moments and
 the best-step copy are kept flat (``[R, n * dim]``; see :func:`_flat`), the validation ratings
-are ordered by user (:func:`by_user`) and their dot products summed column by column
-(:func:`_predict_rows`). A step's time goes mostly to the validation predictions and to Adam's
-passes over the user table; the profile behind this layout and the alternatives tried and dropped
-are in ``docs/performance.md``, speed per seed in the README and ``benchmarks/bench_mf.py``.
+are ordered by user (:func:`atrec.learners.layout.by_user`) and their dot products summed
+column by column (:func:`_predict_rows`). A step's time goes mostly to the validation
+predictions and to Adam's passes over the user table; the profile behind this layout and the
+alternatives tried and dropped are in ``docs/performance.md``, speed per seed in the README and
+``benchmarks/bench_mf.py``.
 
 Batch sampler: the authors reset NumPy's global generator to 12345 before every run, so all 20
 seeds draw the same batch *positions* (into differently shuffled training arrays).
@@ -47,7 +48,7 @@ from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 
-from atrec.learners.layout import STACK_BYTES, default_chunk  # noqa: E402, F401
+from atrec.learners.layout import STACK_BYTES, by_user, default_chunk, map_chunks  # noqa: E402, F401
 from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
 
 # ---------------------------------------------------------------------------------------------
@@ -324,17 +325,6 @@ def batch_positions(settings: TrainSettings, n_train: int, split_seeds: list[int
                      for s in split_seeds])
 
 
-def map_chunks(run, replicas: int, chunk: int, threads: int) -> list:
-    """``[run(lo, hi) for each slice of chunk replicas]``, ``threads`` slices at a time, in order."""
-    bounds = [(lo, min(lo + chunk, replicas)) for lo in range(0, replicas, chunk)]
-    if threads > 1 and len(bounds) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            return list(pool.map(lambda b: run(*b), bounds))
-    return [run(*b) for b in bounds]
-
-
 def _flat(tensors: tuple) -> tuple:
     """Each ``[R, ...]`` tensor as ``[R, n]`` (a free reshape).
 
@@ -344,17 +334,6 @@ def _flat(tensors: tuple) -> tuple:
     so at dims 10-30 Adam's square roots and divisions ran several times slower.
     """
     return tuple(tf.reshape(x, [tf.shape(x)[0], -1]) for x in tensors)
-
-
-def by_user(cols: dict) -> dict:
-    """``cols`` (arrays ``[n]`` or ``[R, n]``) with each replica's ratings ordered by user, item.
-
-    The evaluation gathers then walk the user table in order instead of at random: at Yahoo's
-    size the validation predictions after every step take about half as long. Losses and
-    metrics are sums over the same ratings, only in another order.
-    """
-    order = np.lexsort((cols["item"], cols["user"]), axis=-1)
-    return {key: np.take_along_axis(np.asarray(a), order, axis=-1) for key, a in cols.items()}
 
 
 def fit(init: tuple, train: dict, val: dict, test: dict, lam: float,

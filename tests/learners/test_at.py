@@ -9,7 +9,7 @@ import tensorflow as tf
 from scipy import stats
 
 from atrec.data.synthetic import SMALL_SIZE, make_synthetic
-from atrec.experiments.runner import stack_inputs
+from atrec.experiments.inputs import stack_inputs
 from atrec.learners import at, mf
 
 TINY = at.ATSettings(pre_steps=4, iterations=2, steps_per_iteration=3, batch_size=64)

@@ -5,12 +5,13 @@ every caller that trains hands the method its problem."""
 import dataclasses
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from atrec.data.synthetic import SMALL_SIZE, make_synthetic
-from atrec.experiments.runner import stack_inputs
+from atrec.experiments.inputs import stack_inputs
 from atrec.learners import mf
-from atrec.learners.base import MF, adam_on
+from atrec.learners.base import MF, Learner, adam_on
 from atrec.methods.base import FitProblem
 from atrec.methods.learner_method import LearnerMethod
 from atrec.methods.tri_training import fit_with_at
@@ -109,3 +110,12 @@ def test_adam_on_moves_only_the_chosen_parameters():
     assert np.array_equal(new_p[1].numpy(), params[1].numpy())
     assert np.array_equal(new_m[1].numpy(), zeros[1].numpy())
     assert (new_p[0].numpy() < 1).all() and (new_p[2].numpy() < 1).all()
+
+
+@pytest.mark.parametrize("update, block", [(None, 20), ("step", 0), ("step", None)])
+def test_phases_without_update_or_a_block_are_refused(update, block):
+    step = lambda *args: args  # noqa: E731
+    with pytest.raises(ValueError, match="phases need update"):
+        Learner("x", MF.predict, MF.gradients, update=step if update else None,
+                phases=(step, step), block=block)
+    Learner("x", MF.predict, MF.gradients, update=step, phases=(step, step), block=20)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from atrec.learners import mf
+from atrec.learners import layout, mf
 
 RNG = np.random.default_rng(3)
 
@@ -78,7 +78,7 @@ def test_fixed_batch_positions_are_the_authors_sampler():
 
 
 def _inputs(tiny_data, R=3):
-    from atrec.experiments.runner import stack_inputs
+    from atrec.experiments.inputs import stack_inputs
 
     return stack_inputs(tiny_data, "item", list(range(R)))
 
@@ -157,11 +157,11 @@ def test_ratings_are_ordered_by_user_then_item_within_each_replica():
     user = np.array([[3, 1, 3, 0, 1], [2, 2, 0, 1, 0]])
     item = np.array([[5, 7, 2, 9, 1], [4, 3, 8, 6, 2]])
     rating = np.arange(10, dtype=np.float32).reshape(2, 5)
-    out = mf.by_user({"user": user, "item": item, "rating": rating})
+    out = layout.by_user({"user": user, "item": item, "rating": rating})
     np.testing.assert_array_equal(out["user"], [[0, 1, 1, 3, 3], [0, 0, 1, 2, 2]])
     np.testing.assert_array_equal(out["item"], [[9, 1, 7, 2, 5], [2, 8, 6, 3, 4]])
     np.testing.assert_array_equal(out["rating"], [[3, 4, 1, 2, 0], [9, 7, 8, 6, 5]])
-    flat = mf.by_user({"user": user[0], "item": item[0], "rating": rating[0]})
+    flat = layout.by_user({"user": user[0], "item": item[0], "rating": rating[0]})
     np.testing.assert_array_equal(flat["rating"], [3, 4, 1, 2, 0])
 
 

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from atrec.errors import AtrecError
+from atrec.experiments.inputs import stack_inputs
 from atrec.experiments.params import get_params
-from atrec.experiments.runner import stack_inputs
 from atrec.learners import damf, mf
 from atrec.learners.base import MF, StepContext, uniform_cells
 from atrec.methods.base import FitProblem

@@ -324,7 +324,7 @@ def test_registered_variants(name, options):
 
 
 def _problem(small_mnar, with_calibration):
-    from atrec.experiments.runner import stack_inputs
+    from atrec.experiments.inputs import stack_inputs
 
     inp = stack_inputs(small_mnar, "item", [0, 1])
     if not with_calibration:

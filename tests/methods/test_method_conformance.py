@@ -13,9 +13,10 @@ import math
 import numpy as np
 import pytest
 
+from atrec.experiments.inputs import stack_inputs
 from atrec.experiments.params import HyperParams
 from atrec.experiments.records import SCHEMA, load_record, record_path
-from atrec.experiments.runner import RunSpec, run_config, stack_inputs
+from atrec.experiments.runner import RunSpec, run_config
 from atrec.methods.base import EPSILON, FitProblem, MethodResult
 from atrec.methods.registry import METHODS, get_method, record_method
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from atrec.data.splits import make_split
-from atrec.experiments.runner import stack_inputs
+from atrec.experiments.inputs import stack_inputs
 from atrec.propensity.builtin import DataItem
 from atrec.propensity.registry import get_estimator
 

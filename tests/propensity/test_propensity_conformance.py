@@ -11,7 +11,7 @@ import pytest
 
 from atrec.data.ratings import Ratings
 from atrec.data.splits import make_split
-from atrec.experiments.runner import stack_inputs
+from atrec.experiments.inputs import stack_inputs
 from atrec.propensity.registry import PROPENSITIES, get_estimator, propensity_names
 
 # collected now: the registry loads the installed plug-ins on this first use

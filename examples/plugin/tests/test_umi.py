@@ -10,7 +10,7 @@ from atrec_example_umi import MFUMI
 from atrec_example_umi import learner as umi
 
 from atrec.data.synthetic import SMALL_SIZE, make_synthetic
-from atrec.experiments.runner import stack_inputs
+from atrec.experiments.inputs import stack_inputs
 from atrec.learners import mf
 from atrec.learners.base import MF, SALT_FIT, StepContext, uniform_cells
 from atrec.methods.base import FitProblem
