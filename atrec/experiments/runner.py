@@ -38,7 +38,7 @@ from atrec.experiments.records import (
     save_record,
     variant_suffix,
 )
-from atrec.learners import layout
+from atrec.learners import compiled, layout
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
@@ -102,11 +102,25 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
-    if spec.with_at:
-        settings = _at_settings(spec)
-        return fit_with_at(method, problem, params, settings), settings.as_dict()
-    settings = _settings(spec)
-    return method.fit(problem, params, settings), settings.as_dict()
+    with compiled.before_fit(_loop_key(data, spec, seeds, inputs)):
+        if spec.with_at:
+            settings = _at_settings(spec)
+            return fit_with_at(method, problem, params, settings), settings.as_dict()
+        settings = _settings(spec)
+        return method.fit(problem, params, settings), settings.as_dict()
+
+
+def _loop_key(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs) -> tuple:
+    """What the compiled loops of a fit depend on (:func:`atrec.learners.compiled.before_fit`):
+    the method, AT or not, the settings, ``dim`` and the arrays' shapes. Not the propensity or
+    ``lam``, which only change values: the configurations of one dataset share their loops. A
+    key that missed something would cost memory (a compilation past the bound), never a
+    different number."""
+    return (spec.method, spec.with_at, repr(_at_settings(spec) if spec.with_at else
+                                            _settings(spec)),
+            spec.params.dim, data.num_users, data.num_items, len(seeds),
+            np.shape(inputs.train["user"]), np.shape(inputs.val["user"]),
+            np.shape(inputs.test["user"]))
 
 
 def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,

@@ -52,7 +52,6 @@ step's pool is drawn), ``n_pseudo`` (survivors ``k``), ``val_loss``, ``test_mse`
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
@@ -62,7 +61,7 @@ from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 
-from atrec.learners import layout, mf, pseudolabels
+from atrec.learners import compiled, layout, mf, pseudolabels
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
 from atrec.names import TRACE_NAMES
 from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
@@ -169,7 +168,7 @@ def _fresh_state(params: tuple) -> tuple:
     return params, mf.zeros_like_params(params), mf.zeros_like_params(params), tf.zeros([R], tf.int32)
 
 
-@functools.cache
+@compiled.loop_cache
 def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
               pl_steps: int, resample_every: int, num_users: int, num_items: int):
     """The compiled AT loop for one choice of learners and static sizes."""

@@ -48,6 +48,7 @@ from atrec.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 
+from atrec.learners import compiled  # noqa: E402
 from atrec.learners.layout import STACK_BYTES, by_user, default_chunk, map_chunks  # noqa: E402, F401
 from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
 
@@ -199,7 +200,7 @@ class FitResult:
     val_trace: np.ndarray    # [steps, R], validation loss after every step
 
 
-@functools.cache
+@compiled.loop_cache
 def _fit_loop(dim: int, learner=None, num_users: int = 0, num_items: int = 0):
     """The compiled training loop for embeddings of ``dim`` columns (:func:`_train_loop`).
 
