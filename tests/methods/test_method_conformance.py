@@ -230,9 +230,13 @@ def test_run_config_writes_a_record_of_the_schema(name, with_at, small_mnar, sta
     # The runner's canonical width (20 at this size) set to this module's stack of 3 seeds, so
     # its fit has the shape of ``stacked``'s and reuses that compiled loop; a width-20 loop per
     # method and AT cost 4 minutes here. The width itself is tested in test_grouping_determinism.
+    # No memory bound either: this process holds gigabytes of other tests' loops, and a release
+    # before each method's run would drop the loops ``stacked`` compiled (2 minutes more); the
+    # bound is tested in tests/learners/test_compiled.py.
     from atrec.learners import layout
 
     monkeypatch.setattr(layout, "STACK", len(SEEDS))
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
     params = HyperParams.from_values(small_params(METHODS.get(name), with_at))
     spec = RunSpec(small_mnar.name, propensity_for(name), with_at, params, "published", SEEDS,
                    SETTINGS, AT_SETTINGS if with_at else None, method=name)
