@@ -102,7 +102,7 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
-    with compiled.before_fit(_loop_key(data, spec, seeds, inputs)):
+    with compiled.before_fit(_loop_key(data, spec, inputs)):
         if spec.with_at:
             settings = _at_settings(spec)
             return fit_with_at(method, problem, params, settings), settings.as_dict()
@@ -110,15 +110,15 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
         return method.fit(problem, params, settings), settings.as_dict()
 
 
-def _loop_key(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs) -> tuple:
+def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
     """What the compiled loops of a fit depend on (:func:`atrec.learners.compiled.before_fit`):
-    the method, AT or not, the settings, ``dim`` and the arrays' shapes. Not the propensity or
-    ``lam``, which only change values: the configurations of one dataset share their loops. A
-    key that missed something would cost memory (a compilation past the bound), never a
-    different number."""
+    the method, AT or not, the settings, ``dim`` and the arrays' shapes (``[R, n]``, so the
+    replicas too). Not the propensity or ``lam``, which only change values: the configurations
+    of one dataset share their loops. A key that missed something would cost memory (a
+    compilation past the bound), never a different number."""
     return (spec.method, spec.with_at, repr(_at_settings(spec) if spec.with_at else
                                             _settings(spec)),
-            spec.params.dim, data.num_users, data.num_items, len(seeds),
+            spec.params.dim, data.num_users, data.num_items,
             np.shape(inputs.train["user"]), np.shape(inputs.val["user"]),
             np.shape(inputs.test["user"]))
 

@@ -35,8 +35,9 @@ others; the process then peaks at about this plus one compilation (100-400 MB).
 A trade of memory for time, measured on Coat's whole tuning (``docs/performance.md``): the
 loops a release drops are compiled again when a trial needs them (about 6 s for AT on Coat),
 so a low bound recompiles often. 2,500 MB releases nothing in a Coat tuning (2.1 GB) or
-Table 1 (2.0 GB) and stops the runs that piled up loops (``atrec variance --tune``, 7.4 GB;
-Yahoo-size tuning, 12.5 GB) at about 2.9 GB. ``ATREC_MEMORY_BOUND_MB=1000`` keeps a Coat
+Table 1 (2.0 GB) and stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat and
+ML-100K peaked at 2.67 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size
+studies of ``bench_tune.py`` at 2.56 GB (a Yahoo-size tuning had reached 12.5 GB). ``ATREC_MEMORY_BOUND_MB=1000`` keeps a Coat
 tuning at 1.3 GB, 8.6 times slower."""
 
 BOUND_ENV = "ATREC_MEMORY_BOUND_MB"
@@ -71,19 +72,17 @@ def bound_mb() -> float:
     return value
 
 
-def rss_mb(field: str = "VmRSS") -> float:
-    """This process's ``/proc/self/status`` ``field`` (VmRSS now, VmHWM its peak) in MB; on a
-    system without ``/proc``, the peak from ``getrusage``."""
+def rss_mb() -> float:
+    """This process's resident size now (``VmRSS`` of ``/proc/self/status``) in MB; 0 where
+    it cannot be read (no ``/proc``), so that the bound then never releases anything."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith(field + ":"):
+                if line.startswith("VmRSS:"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return 0.0
 
 
 def release() -> None:
