@@ -7,6 +7,13 @@ others; with nothing else left it waits for them and loads their records, or tra
 when their owner went without saving them (:mod:`atrec.experiments.locks`). Ctrl-C stops the
 loop once the group in progress is saved (:mod:`atrec.experiments.interrupt`), and every claim
 still held is given back on the way out, however the loop ends.
+
+Groups are trained family by family (:func:`atrec.experiments.runner.loop_family`: the
+configurations that share compiled loops, such as Yahoo's five AT configurations at dim 40),
+and once a family has nothing left its loops are released
+(:func:`atrec.learners.compiled.retire`): a run then compiles each loop once and holds one
+family's at a time (Table 1: 2.0 GB before, measurements in ``docs/performance.md``). The
+order changes no number: every fit depends only on its own inputs.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from collections.abc import Callable
 from atrec.experiments import interrupt
 from atrec.experiments.locks import Holder
 from atrec.experiments.progress import StageProgress, seed_list
-from atrec.experiments.runner import ConfigPlan, compute_group
+from atrec.experiments.runner import ConfigPlan, compute_group, loop_family
+from atrec.learners import compiled
 
 POLL_S = 0.5   # how often a process waiting for another one's claimed seeds looks again
 
@@ -39,23 +47,27 @@ def train_plans(work, stage: StageProgress | None = None,
         stage.reused(len(plan.outcome.reused))
         if not plan.groups and on_done:
             on_done(plan)
-    pending = deque((data, plan, seeds) for data, ps in work for plan in ps
-                    for seeds in plan.groups)
+    pending = deque(by_family(work))
     told: set = set()
+    family = None      # of the group trained last
     try:
         with interrupt.graceful_stop():
             while pending:
                 holders, size = [], len(pending)
                 for _ in range(size):
-                    data, plan, seeds = pending.popleft()
+                    data, plan, seeds, fam = pending.popleft()
                     before = len(plan.outcome.reused)
                     got = plan.take(seeds)
                     if isinstance(got, Holder):
-                        pending.append((data, plan, seeds))
+                        pending.append((data, plan, seeds, fam))
                         holders.append((plan, seeds, got))
                         continue
                     stage.reused(len(plan.outcome.reused) - before)
                     if got:
+                        if family is not None and fam != family and all(
+                                other[3] != family for other in pending):
+                            compiled.retire()
+                        family = fam
                         records, elapsed = interrupt.in_worker(compute_group, data, plan.spec, got)
                         plan.save(got, records, elapsed)
                         stage.saved(plan.name, len(got))
@@ -74,3 +86,15 @@ def train_plans(work, stage: StageProgress | None = None,
     finally:
         for plan in plans:
             plan.release()
+
+
+def by_family(work) -> list[tuple]:
+    """Every group of ``work`` as ``(data, plan, seeds, family)``, the groups of one
+    :func:`~atrec.experiments.runner.loop_family` together, families in the order of their
+    first configuration, groups in their plans' order within a family."""
+    items = [(data, plan, seeds, loop_family(data, plan.spec))
+             for data, ps in work for plan in ps for seeds in plan.groups]
+    first: dict = {}
+    for item in items:
+        first.setdefault(item[3], len(first))
+    return sorted(items, key=lambda item: first[item[3]])

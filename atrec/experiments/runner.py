@@ -110,17 +110,23 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
         return method.fit(problem, params, settings), settings.as_dict()
 
 
+def loop_family(data: RatingData, spec: RunSpec) -> tuple:
+    """What the compiled loops of a configuration's fits depend on, known before any input is
+    stacked: the dataset and its sizes, the method, AT or not, the settings and ``dim``. Not the
+    propensity or ``lam``, which only change values: configurations of one family share their
+    loops (Yahoo's five AT configurations at dim 40 share one). The driver trains a family's
+    groups together (:func:`atrec.experiments.driver.train_plans`)."""
+    return (data.name, data.num_users, data.num_items, spec.method, spec.with_at,
+            repr(_at_settings(spec) if spec.with_at else _settings(spec)), spec.params.dim)
+
+
 def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
-    """What the compiled loops of a fit depend on (:func:`atrec.learners.compiled.before_fit`):
-    the method, AT or not, the settings, ``dim`` and the arrays' shapes (``[R, n]``, so the
-    replicas too). Not the propensity or ``lam``, which only change values: the configurations
-    of one dataset share their loops. A key that missed something would cost memory (a
-    compilation past the bound), never a different number."""
-    return (spec.method, spec.with_at, repr(_at_settings(spec) if spec.with_at else
-                                            _settings(spec)),
-            spec.params.dim, data.num_users, data.num_items,
-            np.shape(inputs.train["user"]), np.shape(inputs.val["user"]),
-            np.shape(inputs.test["user"]))
+    """The key of a fit's compiled loops (:func:`atrec.learners.compiled.before_fit`): its
+    :func:`loop_family` and the arrays' shapes (``[R, n]``, so the replicas too). A key that
+    missed something would cost memory (a compilation past the bound), never a different
+    number."""
+    return (*loop_family(data, spec), np.shape(inputs.train["user"]),
+            np.shape(inputs.val["user"]), np.shape(inputs.test["user"]))
 
 
 def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,

@@ -9,8 +9,9 @@ every study, so one process piled up gigabytes (``atrec variance --tune``: 7.4 G
 What frees it: dropping the loops (the caches of :func:`loop_cache`) and resetting
 TensorFlow's eager context, whose device owns the compilation cache. :func:`before_fit` does
 that before a fit that needs a loop this process has not compiled since the last release,
-when the process's resident memory is above :func:`bound_mb`. The next fit of a released
-shape compiles it again: same code, so the same numbers (``tests/learners/test_compiled.py``).
+when the process's resident memory is above :func:`bound_mb`, and :func:`retire` does it when
+a planned run will not need the loops it holds again. The next fit of a released shape
+compiles it again: same code, so the same numbers (``tests/learners/test_compiled.py``).
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
 
 Tensors and loops made before a release keep working (they hold the old context); a plug-in
@@ -34,11 +35,12 @@ others; the process then peaks at about this plus one compilation (100-400 MB).
 
 A trade of memory for time, measured on Coat's whole tuning (``docs/performance.md``): the
 loops a release drops are compiled again when a trial needs them (about 6 s for AT on Coat),
-so a low bound recompiles often. 2,500 MB releases nothing in a Coat tuning (2.1 GB) or
-Table 1 (2.0 GB) and stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat and
-ML-100K peaked at 2.67 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size
-studies of ``bench_tune.py`` at 2.56 GB (a Yahoo-size tuning had reached 12.5 GB). ``ATREC_MEMORY_BOUND_MB=1000`` keeps a Coat
-tuning at 1.3 GB, 8.6 times slower."""
+so a low bound recompiles often. 2,500 MB releases nothing in a Coat tuning (2.1 GB) and
+stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat and ML-100K peaked at
+2.67 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size studies of
+``bench_tune.py`` at 2.56 GB (a Yahoo-size tuning had reached 12.5 GB).
+``ATREC_MEMORY_BOUND_MB=1000`` keeps a Coat tuning at 1.3 GB, 8.6 times slower. Planned runs
+(``atrec train``) release at no cost instead, family by family (:func:`retire`)."""
 
 BOUND_ENV = "ATREC_MEMORY_BOUND_MB"
 
@@ -102,6 +104,19 @@ def release() -> None:
         pass
     _keys.clear()
     releases += 1
+
+
+def retire() -> bool:
+    """Release the loops held now because the caller will not need them again (a planned run
+    that moved on to other shapes for good: :func:`atrec.experiments.driver.train_plans`),
+    whatever the process's size, so that such a run holds one family of loops at a time and
+    pays no compilation for it. Not with ``ATREC_MEMORY_BOUND_MB=0`` (keep every loop), nor
+    while a fit runs or with nothing held. Returns whether it released."""
+    with _lock:
+        if _active or not _keys or not bound_mb():
+            return False
+        release()
+        return True
 
 
 class _Fit:
