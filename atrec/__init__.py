@@ -2,10 +2,15 @@
 
 The library is usable without the command line; ``atrec.cli`` is a thin shell over it.
 Heavy modules (TensorFlow models) are imported lazily by the functions that need them, and
-TensorFlow's start-up log lines are silenced (:mod:`atrec.tfquiet`).
+TensorFlow's start-up log lines are silenced (:mod:`atrec.tfquiet`); glibc keeps two heaps
+(:mod:`atrec.heap`).
 """
 
 __version__ = "0.1.0"
+
+from atrec.heap import limit_arenas  # noqa: E402
+
+limit_arenas()    # before any thread allocates: see atrec.heap
 
 from atrec.tfquiet import quiet_defaults  # noqa: E402
 
