@@ -170,6 +170,21 @@ def test_fixed_draw_is_shared_and_per_seed_draws_differ(reduced_run, ml100k_data
         run_variance(per_seed, ml100k_data, root=root, figures=False)
 
 
+def test_each_point_releases_its_loops_after_training(ml100k_data, tmp_path, monkeypatch):
+    """Every min_items has its own table sizes, so its compiled loops are dropped once the point
+    is trained (atrec.learners.compiled.retire), unless ATREC_MEMORY_BOUND_MB=0 keeps them."""
+    from atrec.learners import compiled
+
+    request = VarianceRequest(min_items=(50, 20), at_options=(False,), seeds=(0,),
+                              settings=FEW_STEPS)
+    before = compiled.releases
+    run_variance(request, ml100k_data, root=tmp_path / "a", figures=False)
+    assert compiled.releases == before + 2
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
+    run_variance(request, ml100k_data, root=tmp_path / "b", figures=False)
+    assert compiled.releases == before + 2
+
+
 def test_rerun_resumes_and_gives_the_same_summary(reduced_run, ml100k_data):
     root, request, first = reduced_run
     again = run_variance(request, ml100k_data, root=root, figures=False)

@@ -33,6 +33,7 @@ from atrec.experiments.variance.summary import (
     variance_rows,
 )
 from atrec.experiments.variance.tuning import tune_variance
+from atrec.learners import compiled
 from atrec.names import config_key
 from atrec.protocol import settings_dict
 
@@ -103,6 +104,8 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
         for min_items in request.min_items:
             result.points.append(_train_point(request, data, min_items, params, source, root,
                                               stage, result, progress))
+            # every point has its own table sizes, so its loops are not needed again
+            compiled.retire()
     if figures:
         from atrec.reporting.figures import figure2, save_figure
 
