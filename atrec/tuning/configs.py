@@ -16,6 +16,7 @@ from pathlib import Path
 
 from atrec.errors import AtrecError
 from atrec.experiments.params import HyperParams
+from atrec.learners import compiled
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
@@ -132,6 +133,10 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
          notice: Callable[[str], None] | None = None) -> list[StudyOutcome]:
     """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
 
+    Studies run family by family (:func:`by_family`: one method, with or without AT), and a
+    finished family's compiled loops are released (:func:`atrec.learners.compiled.retire`);
+    the order changes no trial value, since each study has its own sampler.
+
     Datasets are read with ``loader(name)`` (default :func:`atrec.data.preprocess.load_data`). After
     each study, its best parameters are merged into ``export_path`` (default the tuned file).
     ``notice(line)``: when a worker starts waiting for a killed worker's trial (:func:`run_study`).
@@ -142,14 +147,28 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     storage = open_storage(request.storage, request.worker)
     outcomes = []
     for data in datasets:
-        for method, propensity, with_at in configurations(request.methods, request.propensities,
-                                                          request.at_options, data.name):
+        family = None
+        for method, propensity, with_at in by_family(configurations(
+                request.methods, request.propensities, request.at_options, data.name)):
+            if family is not None and (method, with_at) != family:
+                compiled.retire()      # the previous family's studies are done
+            family = (method, with_at)
             outcomes.append(tune_config(
                 data, propensity, with_at, request.trials, storage,
                 settings=request.settings, at_settings=request.at_settings,
                 study_prefix=request.study_prefix, worker=request.worker,
                 progress=progress, export_path=export_path, method=method, notice=notice))
     return outcomes
+
+
+def by_family(configs: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+    """``configs`` (``(method, propensity, with_at)``) with the studies of one method and AT
+    option together, in the order of their first one: they share their compiled loops (one per
+    ``dim`` tried), so a run holds one family's at a time (:func:`tune`)."""
+    first: dict = {}
+    for method, _, with_at in configs:
+        first.setdefault((method, with_at), len(first))
+    return sorted(configs, key=lambda c: first[(c[0], c[2])])
 
 
 def tune_all(datasets, propensities, at_options, trials: int = DEFAULT_TRIALS,

@@ -167,6 +167,24 @@ def test_small_real_study_completes_and_exports(tiny_data, tmp_path, monkeypatch
     assert entry["storage"] == url(tmp_path) and entry["best_value"] == outcomes[0].best_value
 
 
+def test_studies_run_family_by_family_and_release_between(tiny_data, tmp_path, monkeypatch):
+    """Studies that share compiled loops (one method, with or without AT) run together, and
+    the loops of a finished family are dropped before the next (atrec.learners.compiled)."""
+    from atrec.learners import compiled
+
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
+    request = TuneRequest(("tiny",), ("item", "uniform"), (False, True), trials=1,
+                          storage=url(tmp_path), settings=mf.TrainSettings(steps=10, batch_size=64),
+                          at_settings=at.ATSettings(pre_steps=4, iterations=1,
+                                                    steps_per_iteration=2, batch_size=64),
+                          worker=FAST)
+    before = compiled.releases
+    outcomes = tune(request, loader=lambda name: tiny_data)
+    assert [o.study for o in outcomes] == ["atrec-tiny-item", "atrec-tiny-uniform",
+                                           "atrec-tiny-item-at", "atrec-tiny-uniform-at"]
+    assert compiled.releases == before + 1
+
+
 @pytest.mark.parametrize("with_at", [False, True])
 def test_tune_config_with_injected_objective(with_at, tiny_data, tmp_path, monkeypatch):
     # an injected objective stands in for training; the study, export and lookup are real
