@@ -1,12 +1,13 @@
 """How many heaps glibc's ``malloc`` keeps: two, unless the user chose (``MALLOC_ARENA_MAX``).
 
-glibc gives a thread that finds the heap busy a heap (an *arena*) of its own, up to eight per
+glibc gives each new thread that allocates a heap (an *arena*) of its own, up to eight per
 core, and memory freed in one arena serves only that arena. TensorFlow's pool threads and the
 runner's replica threads allocate and free a training call's buffers in turn, so each arena
-keeps its own high-water mark: a Yahoo-size AT configuration grew from 1.38 GB after its
-compilation to 1.61 GB while it trained, the same buffers held several times over. With two
-arenas the same run peaks at 1.34 GB, no slower (``docs/performance.md``, "Memory of long
-runs"). Numbers cannot change: where a buffer lives is not what is computed.
+keeps its own high-water mark: Yahoo-size AT at dim 40 grew from 1.38 GB after its compilation
+to 1.61 GB while its configurations trained, the same buffers held several times over. Two of
+those configurations peak at 1.34 GB with two arenas, against 1.59 GB, no slower
+(``docs/performance.md``, "Table 1 end to end"). Numbers cannot change: where a buffer lives
+is not what is computed.
 
 :func:`limit_arenas` must run before the process has threads that allocate (glibc fixes its
 limit when the first extra arena is made), so ``atrec/__init__.py`` calls it first thing; where
