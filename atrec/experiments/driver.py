@@ -89,12 +89,9 @@ def train_plans(work, stage: StageProgress | None = None,
 
 
 def by_family(work) -> list[tuple]:
-    """Every group of ``work`` as ``(data, plan, seeds, family)``, the groups of one
-    :func:`~atrec.experiments.runner.loop_family` together, families in the order of their
-    first configuration, groups in their plans' order within a family."""
+    """Every group of ``work`` as ``(data, plan, seeds, family)`` in
+    :func:`~atrec.learners.compiled.in_families` order of its
+    :func:`~atrec.experiments.runner.loop_family`."""
     items = [(data, plan, seeds, loop_family(data, plan.spec))
              for data, ps in work for plan in ps for seeds in plan.groups]
-    first: dict = {}
-    for item in items:
-        first.setdefault(item[3], len(first))
-    return sorted(items, key=lambda item: first[item[3]])
+    return compiled.in_families(items, lambda item: item[3])

@@ -119,6 +119,18 @@ def retire() -> bool:
         return True
 
 
+def in_families(items, family) -> list:
+    """``items`` with those of equal ``family(item)`` together, families in the order of their
+    first item, items in their order within a family: the order in which a planned run
+    (training, tuning) compiles each loop once and can :func:`retire` a family when it is done."""
+    keys = [family(item) for item in items]
+    first: dict = {}
+    for key in keys:
+        first.setdefault(key, len(first))
+    order = sorted(range(len(keys)), key=lambda n: first[keys[n]])
+    return [items[n] for n in order]
+
+
 class _Fit:
     def __init__(self, key) -> None:
         self.key = key

@@ -133,8 +133,9 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
          notice: Callable[[str], None] | None = None) -> list[StudyOutcome]:
     """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
 
-    Studies run family by family (:func:`by_family`: one method, with or without AT), and a
-    finished family's compiled loops are released (:func:`atrec.learners.compiled.retire`);
+    Studies run family by family (:func:`atrec.learners.compiled.in_families`: the studies of
+    one method with or without AT share their loops, one per ``dim`` tried), and a finished
+    family's compiled loops are released (:func:`atrec.learners.compiled.retire`);
     the order changes no trial value, since each study has its own sampler.
 
     Datasets are read with ``loader(name)`` (default :func:`atrec.data.preprocess.load_data`). After
@@ -148,8 +149,9 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     outcomes = []
     for data in datasets:
         family = None
-        for method, propensity, with_at in by_family(configurations(
-                request.methods, request.propensities, request.at_options, data.name)):
+        configs = configurations(request.methods, request.propensities, request.at_options,
+                                 data.name)
+        for method, propensity, with_at in compiled.in_families(configs, lambda c: (c[0], c[2])):
             if family is not None and (method, with_at) != family:
                 compiled.retire()      # the previous family's studies are done
             family = (method, with_at)
@@ -159,16 +161,6 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
                 study_prefix=request.study_prefix, worker=request.worker,
                 progress=progress, export_path=export_path, method=method, notice=notice))
     return outcomes
-
-
-def by_family(configs: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
-    """``configs`` (``(method, propensity, with_at)``) with the studies of one method and AT
-    option together, in the order of their first one: they share their compiled loops (one per
-    ``dim`` tried), so a run holds one family's at a time (:func:`tune`)."""
-    first: dict = {}
-    for method, _, with_at in configs:
-        first.setdefault((method, with_at), len(first))
-    return sorted(configs, key=lambda c: first[(c[0], c[2])])
 
 
 def tune_all(datasets, propensities, at_options, trials: int = DEFAULT_TRIALS,
