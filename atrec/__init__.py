@@ -3,7 +3,7 @@
 The library is usable without the command line; ``atrec.cli`` is a thin shell over it.
 Heavy modules (TensorFlow models) are imported lazily by the functions that need them, and
 TensorFlow's start-up log lines are silenced (:mod:`atrec.tfquiet`); glibc keeps two heaps
-(:mod:`atrec.heap`).
+(:mod:`atrec.heap`); compiled loops are kept on disk (:mod:`atrec.learners.compilecache`).
 """
 
 __version__ = "0.1.0"
@@ -15,6 +15,10 @@ limit_arenas()    # before any thread allocates: see atrec.heap
 from atrec.tfquiet import quiet_defaults  # noqa: E402
 
 quiet_defaults()  # before anything can load TensorFlow: see atrec.tfquiet
+
+from atrec.learners.compilecache import configure  # noqa: E402
+
+configure()       # before TensorFlow reads TF_XLA_FLAGS: see atrec.learners.compilecache
 
 from atrec.data.ratings import Ratings  # noqa: E402
 from atrec.data.splits import Split, make_split  # noqa: E402

@@ -28,6 +28,7 @@ import os
 import threading
 
 from atrec.errors import AtrecError
+from atrec.learners import compilecache
 
 BOUND_MB = 2500
 """Above this resident size (MB), a fit that needs a new compiled loop first releases the
@@ -53,8 +54,13 @@ releases = 0            # how many times this process released its loops (for re
 
 def loop_cache(factory):
     """``functools.cache`` for a function that builds compiled loops, registered so that
-    :func:`release` empties it."""
-    cached = functools.cache(factory)
+    :func:`release` empties it. The loops it returns trace with stable names, so that the
+    compilation cache on disk finds them again (:mod:`atrec.learners.compilecache`)."""
+    @functools.cache
+    def cached(*args, **kwargs):
+        return compilecache.stable(factory(*args, **kwargs), factory, args, kwargs)
+
+    functools.update_wrapper(cached, factory)
     _caches.append(cached)
     return cached
 
@@ -97,6 +103,7 @@ def release() -> None:
         cache.cache_clear()
     gc.collect()
     context._reset_context()     # a fresh context: the old one, and its compiled code, go
+    compilecache.forget()
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)

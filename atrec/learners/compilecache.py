@@ -1,0 +1,316 @@
+"""Compiled loops kept on disk, so that a later process, or this one after a release, loads them.
+
+XLA spends most of a loop's first call optimising and generating code: about 4.5 s of the
+8 s an AT loop on Coat takes on 2 cores. TensorFlow can keep those executables in a folder
+(its persistent compilation cache, ``--tf_xla_persistent_cache_directory``) and load them by a
+key: the traced function's name, its argument shapes and a fingerprint of its HLO. atrec turns
+that on (:func:`configure`, called by ``atrec/__init__.py`` before TensorFlow loads) in
+``ATREC_COMPILE_CACHE`` (default ``~/.cache/atrec/xla``; ``off``: no cache), in a subfolder
+per TensorFlow version, CPU and ``XLA_FLAGS``, so that code made for one machine or one set of
+compiler flags is never loaded under another.
+
+Why names must be made stable. TensorFlow names every traced function (the loop, and each
+``while_loop`` body inside it) with a process-wide counter, so the same loop gets other names,
+hence another key, in another process or after :func:`atrec.learners.compiled.release`, and the
+cache would never hit. :func:`stable` runs a loop's calls in a *naming scope*: while it is
+active, that counter (``tensorflow.python.framework.ops.uid``) answers a hash of the loop's
+identity (its factory and arguments, the call's shapes), of which naming helper asks, and of
+how many times it has asked, so the same loop traced anywhere gets the same names. A
+different loop gets different names; two different loops that would get the same scope in one
+TensorFlow context fall back to TensorFlow's own counter (:func:`_scope_for`).
+
+What still misses. TensorFlow's bridge to XLA names a constant inside AT's loop (``ones/_N``)
+by a counter of its own, which moves with what the process compiled before and with which
+replica thread compiles first. The name is in the HLO, so AT's loop is sometimes compiled
+again, and kept as one more entry, where it could have been loaded: after a release, or in a
+process with another history (Table 1's second run loaded all nine of its loops). MF-IPS's loops
+are found again in every case (``tests/learners/test_compilecache.py``).
+
+Why this cannot change a number. A hit loads the executable XLA made from the same HLO (the
+fingerprint covers the whole program, so changed code misses and compiles), for the same CPU,
+TensorFlow and flags: the same machine code. Coat's 240 records and the tests in
+``tests/learners/test_compilecache.py`` check this bit for bit against compiled loops.
+
+TensorFlow writes an entry to a temporary file and renames it, so processes that share the
+folder (Dask workers, tuning workers) never read half an entry. An entry damaged afterwards
+makes the call fail ("Read less bytes than requested"), so :func:`configure` checks every entry's
+framing first (:func:`sweep`) and removes those that are not whole, with temporary files left by
+killed processes. If an entry still fails to load, it is removed and the command stops with one
+line asking to run it again (TensorFlow remembers the failure for the rest of the process; the
+finished runs are kept). The folder is kept under :data:`LIMIT_MB` by removing the oldest
+entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+from atrec.errors import AtrecError
+
+CACHE_ENV = "ATREC_COMPILE_CACHE"
+OFF = ("off", "0", "no", "false", "none")
+LIMIT_MB = 2000
+"""Largest size of the cache folder (MB): an AT loop is 6-12 MB, an MF-IPS loop 1-3 MB, so this
+holds several hundred loops, every loop of Table 1 and of a few tuning runs."""
+
+_FLAG = "--tf_xla_persistent_cache_directory"
+_folder: Path | None = None     # where this process's entries go, None when the cache is off
+_local = threading.local()
+_claims: dict = {}               # scope -> id of the loop that named with it (this context)
+_installed = False
+
+
+def default_root() -> Path:
+    """``$XDG_CACHE_HOME/atrec/xla``, else ``~/.cache/atrec/xla``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "atrec" / "xla"
+
+
+def _machine_tag() -> str:
+    """A short hash of what decides the code XLA makes here: TensorFlow's version, the CPU
+    (model and instruction-set flags) and ``XLA_FLAGS``."""
+    from importlib import metadata
+
+    version = "unknown"
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly"):
+        try:
+            version = metadata.version(dist)
+            break
+        except metadata.PackageNotFoundError:
+            continue
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = "".join(sorted({line for line in f
+                                  if line.startswith(("model name", "flags"))}))
+    except OSError:
+        import platform
+
+        cpu = platform.processor() + platform.machine()
+    text = "|".join((version, cpu, os.environ.get("XLA_FLAGS", "")))
+    return f"tf{version}-" + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def configure() -> Path | None:
+    """Point TensorFlow's compilation cache at this machine's folder (module doc), before
+    TensorFlow reads ``TF_XLA_FLAGS``. Does nothing when ``ATREC_COMPILE_CACHE`` is ``off`` or
+    ``TF_XLA_FLAGS`` already names a cache folder (the user's choice). A folder that cannot be
+    used turns the cache off with one line on stderr: it only saves time. Returns the folder."""
+    global _folder
+    _folder = None
+    choice = os.environ.get(CACHE_ENV, "").strip()
+    if choice.lower() in OFF or _FLAG in os.environ.get("TF_XLA_FLAGS", ""):
+        return None
+    folder = (Path(choice).expanduser() if choice else default_root()) / _machine_tag()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except OSError as err:
+        print(f"atrec: compiling without a cache: {folder} cannot be used "
+              f"({getattr(err, 'strerror', None) or err}); set {CACHE_ENV} to a writable "
+              f"folder, or to off", file=sys.stderr)
+        return None
+    sweep(folder)
+    flags = os.environ.get("TF_XLA_FLAGS", "")
+    os.environ["TF_XLA_FLAGS"] = f"{flags} {_FLAG}={folder}".strip()
+    _folder = folder
+    return folder
+
+
+def folder() -> Path | None:
+    """This process's cache folder, None when the cache is off."""
+    return _folder
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries on disk
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data):
+            raise ValueError("truncated")
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def entry_ok(path: Path) -> bool:
+    """Whether ``path`` is a whole entry: its top-level protobuf fields (the key, the HLO, the
+    executable) parse and end exactly at the end of the file, the executable present. Reads
+    the field headers only."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            at, fields = 0, set()
+            while at < size:
+                f.seek(at)
+                head = f.read(20)
+                tag, used = _varint(head, 0)
+                number, wire = tag >> 3, tag & 7
+                if wire != 2:
+                    return False
+                length, used = _varint(head, used)
+                at += used + length
+                fields.add(number)
+            return at == size and 3 in fields
+    except (OSError, ValueError):
+        return False
+
+
+def sweep(where: Path | None = None, limit_mb: float = LIMIT_MB) -> int:
+    """Remove entries that are not whole (:func:`entry_ok`), and the oldest ones while the
+    folder is over ``limit_mb``. Returns how many were removed."""
+    where = where or _folder
+    if where is None or not where.is_dir():
+        return 0
+    removed = 0
+    entries = []
+    for path in where.glob("*.tmp"):   # a writer killed before its rename, an hour ago or more
+        try:
+            if path.stat().st_mtime < time.time() - 3600:
+                path.unlink()
+                removed += 1
+        except OSError:
+            pass
+    for path in where.glob("*.pb"):
+        if entry_ok(path):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            entries.append((stat.st_mtime, stat.st_size, path))
+            continue
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:
+            pass
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit_mb * 2**20:
+            break
+        try:
+            path.unlink()
+            removed += 1
+            total -= size
+        except OSError:
+            pass
+    return removed
+
+
+# ---------------------------------------------------------------------------------------------
+# Stable names
+
+def _install() -> bool:
+    """Replace TensorFlow's name counter by :func:`_uid` (once). False where TensorFlow has no
+    such counter: names then stay TensorFlow's and the cache only misses."""
+    global _installed, _tf_uid
+    if _installed:
+        return True
+    try:
+        from tensorflow.python.framework import ops
+    except ImportError:
+        return False
+    if not callable(getattr(ops, "uid", None)):
+        return False
+    _tf_uid = ops.uid
+    ops.uid = _uid
+    _installed = True
+    return True
+
+
+def _tf_uid() -> int:     # TensorFlow's own counter, set by _install
+    raise RuntimeError("not installed")
+
+
+def _uid() -> int:
+    scope = getattr(_local, "scope", None)
+    if scope is None:
+        return _tf_uid()
+    caller = sys._getframe(1)
+    site = f"{caller.f_code.co_name}<{caller.f_back.f_code.co_name if caller.f_back else ''}"
+    count = _local.counts.get(site, 0)
+    _local.counts[site] = count + 1
+    digest = hashlib.blake2b(f"{scope}|{site}|{count}".encode(), digest_size=7).digest()
+    return int.from_bytes(digest, "big")
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _describe(value) -> str:
+    """What identifies an argument: shape and dtype for arrays and tensors, the value's repr
+    (without memory addresses) otherwise."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"{dtype}{list(shape)}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ",".join(_describe(v) for v in value) + ")"
+    return _ADDRESS.sub("", repr(value))
+
+
+def forget() -> None:
+    """Forget which loops named with which scope: TensorFlow's context was reset
+    (:func:`atrec.learners.compiled.release`), so the names are free again."""
+    _claims.clear()
+
+
+def _scope_for(identity: str, loop, args, kwargs) -> str | None:
+    scope = hashlib.blake2b(
+        "|".join([identity, _describe(args), _describe(sorted(kwargs.items()))]).encode(),
+        digest_size=12).hexdigest()
+    owner = _claims.setdefault(scope, id(loop))
+    return scope if owner == id(loop) else None
+
+
+class Stable:
+    """A compiled loop whose calls trace under a naming scope (module doc); everything else is
+    the wrapped ``tf.function``'s."""
+
+    def __init__(self, loop, identity: str) -> None:
+        self._loop = loop
+        self._identity = identity
+
+    def __getattr__(self, name):
+        return getattr(self._loop, name)
+
+    def __call__(self, *args, **kwargs):
+        if _folder is None or getattr(_local, "scope", None) is not None or not _install():
+            return self._loop(*args, **kwargs)
+        scope = _scope_for(self._identity, self._loop, args, kwargs)
+        _local.scope, _local.counts = scope, {}
+        try:
+            return self._call(args, kwargs)
+        finally:
+            _local.scope = None
+
+    def _call(self, args, kwargs):
+        import tensorflow as tf
+
+        try:
+            return self._loop(*args, **kwargs)
+        except (tf.errors.OutOfRangeError, tf.errors.DataLossError) as err:
+            if not sweep():          # no broken entry: the error is the loop's own
+                raise
+            # TensorFlow keeps the failed compilation for this process, so no second try here
+            raise AtrecError(f"a compiled loop kept in {_folder} could not be read "
+                             f"({err.message.splitlines()[0]}); it is removed now: run the "
+                             f"command again (finished runs are kept)") from None
+
+
+def stable(loop, factory, args: tuple, kwargs: dict) -> Stable:
+    """``loop`` (made by ``factory(*args, **kwargs)``) with stable names for its traces."""
+    identity = "|".join([f"{factory.__module__}.{factory.__qualname__}", _describe(args),
+                         _describe(sorted(kwargs.items()))])
+    return Stable(loop, identity)

@@ -1,0 +1,163 @@
+"""The compilation cache on disk (:mod:`atrec.learners.compilecache`): entries are checked and
+pruned, a bad folder turns the cache off with one line, and a loop loaded from the cache in a
+new process, whose TensorFlow counter stands elsewhere, gives the bits of the loop compiled in
+the first process and writes no entry of its own."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from atrec.learners import compilecache
+
+ENTRY = b"\x0a\x03abc" + b"\x12\x05hello" + b"\x1a\x04code"   # key, HLO, executable
+
+
+def write(path: Path, data: bytes, age_s: float = 0.0) -> Path:
+    path.write_bytes(data)
+    stamp = time.time() - age_s
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+@pytest.mark.parametrize("data, whole", [
+    (ENTRY, True),
+    (ENTRY[:-1], False),                        # truncated executable
+    (ENTRY[:10], False),                        # no executable
+    (b"\x0a\x03abc\x12\x05hello", False),       # fields 1 and 2 only
+    (b"garbage", False),
+    (b"", False),
+])
+def test_entry_ok_accepts_whole_entries_only(tmp_path, data, whole):
+    assert compilecache.entry_ok(write(tmp_path / "e.pb", data)) is whole
+
+
+def test_sweep_removes_broken_entries_stale_temporaries_and_the_oldest(tmp_path):
+    big = b"\x0a\x01k\x12\x01h\x1a\x83\x80\x40" + b"x" * (2**20 + 3)   # a 1 MB executable
+    old = write(tmp_path / "old.pb", big, age_s=300)
+    mid = write(tmp_path / "mid.pb", big, age_s=200)
+    new = write(tmp_path / "new.pb", big, age_s=100)
+    broken = write(tmp_path / "broken.pb", big[:-5])
+    stale = write(tmp_path / "x.pb123.tmp", b"partial", age_s=7200)
+    writing = write(tmp_path / "y.pb456.tmp", b"partial")
+    assert all(compilecache.entry_ok(p) for p in (old, mid, new))
+    removed = compilecache.sweep(tmp_path, limit_mb=2.5)
+    assert removed == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [mid.name, new.name, writing.name]
+    assert not broken.exists() and not stale.exists() and not old.exists()
+
+
+@pytest.fixture
+def clean_flags(monkeypatch):
+    monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
+    monkeypatch.setattr(compilecache, "_folder", compilecache._folder)
+    return monkeypatch
+
+
+def test_configure_points_tensorflow_at_a_folder_per_machine(clean_flags, tmp_path):
+    clean_flags.setenv(compilecache.CACHE_ENV, str(tmp_path / "cache"))
+    folder = compilecache.configure()
+    assert folder.parent == tmp_path / "cache" and folder.name.startswith("tf")
+    assert folder.is_dir() and compilecache.folder() == folder
+    assert os.environ["TF_XLA_FLAGS"] == f"--tf_xla_persistent_cache_directory={folder}"
+    clean_flags.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
+    assert compilecache.configure() != folder          # other compiler flags: other code
+
+
+def test_configure_keeps_the_users_choices(clean_flags, tmp_path):
+    clean_flags.setenv(compilecache.CACHE_ENV, "off")
+    assert compilecache.configure() is None and "TF_XLA_FLAGS" not in os.environ
+    assert compilecache.folder() is None
+    mine = f"--tf_xla_persistent_cache_directory={tmp_path}"
+    clean_flags.setenv("TF_XLA_FLAGS", mine)
+    clean_flags.setenv(compilecache.CACHE_ENV, str(tmp_path / "cache"))
+    assert compilecache.configure() is None and os.environ["TF_XLA_FLAGS"] == mine
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_folder_that_cannot_be_used_turns_the_cache_off_in_one_line(clean_flags, tmp_path,
+                                                                      capsys):
+    blocker = write(tmp_path / "a-file", b"")
+    clean_flags.setenv(compilecache.CACHE_ENV, str(blocker))
+    assert compilecache.configure() is None and "TF_XLA_FLAGS" not in os.environ
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(blocker) in err and compilecache.CACHE_ENV in err
+
+
+FIT = r"""
+import hashlib, json, sys
+import numpy as np
+from atrec.data.synthetic import make_synthetic
+from atrec.experiments.params import HyperParams
+from atrec.experiments.runner import validation_loss
+from atrec.learners import compilecache, compiled
+from atrec.protocol import ATSettings, TrainSettings
+import tensorflow as tf
+
+for k in range(int(sys.argv[1])):        # move TensorFlow's own name counter along
+    tf.function(lambda x: x * 2.0 + k)(tf.constant(1.0))
+data = make_synthetic(num_users=50, num_items=40, n_train=500, n_test_users=20,
+                      test_per_user=8, dim=3, seed=3, name="c").data
+params = HyperParams.from_values({"dim": 4, "lam": 1e-3, "epsilon": 0.2})
+def value(with_at):
+    return validation_loss(data, "item", with_at, params,
+                           settings=TrainSettings(steps=15, batch_size=64),
+                           at_settings=ATSettings(pre_steps=6, iterations=2,
+                                                  steps_per_iteration=2, batch_size=64))
+kinds = {"mf": [False], "at": [True]}[sys.argv[2]]
+values = [value(with_at) for with_at in kinds]
+entries = len(list(compilecache.folder().glob("*.pb")))
+compiled.release()                        # a new context: the loops are loaded again
+again = [value(with_at) for with_at in kinds]
+print(json.dumps({"values": [float(v).hex() for v in values],
+                  "again": [float(v).hex() for v in again], "entries": entries,
+                  "after_release": len(list(compilecache.folder().glob("*.pb")))}))
+"""
+
+
+def run_fit(cache: Path, shift: int, kind: str) -> dict:
+    env = {**os.environ, compilecache.CACHE_ENV: str(cache)}
+    env.pop("TF_XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, "-c", FIT, str(shift), kind], env=env, text=True,
+                         capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_loop_loaded_from_the_cache_gives_the_compiled_bits(tmp_path):
+    first = run_fit(tmp_path, shift=0, kind="mf")
+    assert first["entries"] == 1                     # MF-IPS's loop, compiled and kept
+    assert first["after_release"] == 1               # loaded after the release
+    assert first["again"] == first["values"]
+    second = run_fit(tmp_path, shift=5, kind="mf")   # another process, other TensorFlow names
+    assert second["entries"] == 1 and second["after_release"] == 1      # loaded, not compiled
+    assert second["values"] == first["values"] and second["again"] == first["values"]
+    fresh = run_fit(tmp_path / "elsewhere", shift=0, kind="mf")   # compiled in an empty folder
+    assert fresh["values"] == first["values"]
+
+
+def test_at_loaded_from_the_cache_gives_the_compiled_bits(tmp_path):
+    # TensorFlow's bridge names one constant of AT's loop by a counter of its own (module
+    # doc), so a process may compile AT again instead of loading it; whichever it does, the
+    # bits are the same
+    first = run_fit(tmp_path, shift=0, kind="at")
+    second = run_fit(tmp_path, shift=0, kind="at")
+    other = run_fit(tmp_path, shift=5, kind="at")
+    fresh = run_fit(tmp_path / "elsewhere", shift=0, kind="at")
+    assert first["entries"] == 1
+    assert first["again"] == second["values"] == other["values"] == first["values"]
+    assert fresh["values"] == first["values"]
+
+
+def test_a_truncated_entry_is_removed_and_compiled_again(tmp_path):
+    first = run_fit(tmp_path, shift=0, kind="mf")
+    folder, = tmp_path.iterdir()
+    for entry in folder.glob("*.pb"):
+        entry.write_bytes(entry.read_bytes()[:1000])
+    again = run_fit(tmp_path, shift=0, kind="mf")
+    assert again["values"] == first["values"] and again["entries"] == 1
+    assert all(compilecache.entry_ok(p) for p in folder.glob("*.pb"))
