@@ -135,15 +135,19 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
             active=None, ctx: StepContext | None = None):
     """One Adam update of ``state = (params, m, v, t)``; replicas with ``active`` False keep
     their state (``active`` [R] bool, None = all). ``t`` [R] counts each replica's updates.
-    ``ctx`` goes to a learner that ``takes_context``."""
+    ``ctx`` goes to a learner that ``takes_context``. ``weights`` None: all 1, a constant made
+    inside the update, which TensorFlow names the same in every trace, so that the compilation
+    cache finds the loop again (:mod:`atrec.learners.compilecache`); a constant from outside a
+    conditional update is copied in under a name numbered by a counter of TensorFlow's own."""
     params, m, v, t = state
 
     def adam():
+        weights_ = tf.ones(labels.shape, tf.float32) if weights is None else weights
         if learner.update is not None:
-            return learner.update(params, m, v, t + 1, users, items, labels, weights, lam, lr,
+            return learner.update(params, m, v, t + 1, users, items, labels, weights_, lam, lr,
                                   snips, ctx)
         extra = (ctx,) if learner.takes_context else ()
-        _, grads = learner.gradients(params, users, items, labels, weights, lam, snips, *extra)
+        _, grads = learner.gradients(params, users, items, labels, weights_, lam, snips, *extra)
         return mf.adam(params, m, v, grads, t + 1, lr)
 
     if active is None:
@@ -180,7 +184,6 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
              te_u, te_i, te_r, lam, lr, snips, epsilon):
         R, n_train = tr_u.shape[0], tr_u.shape[1]
         B = pre_pos.shape[3]
-        ones = tf.ones([R, B], tf.float32)
 
         def ctx(t, role, phase):
             # the draws of a learner that takes a context: keyed by replica stream, step, role
@@ -192,7 +195,7 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
                 return [tf.gather(x, pos, batch_dims=1) for x in (tr_u, tr_i, tr_r, tr_w)]
 
             u, i, r, _ = batch(0)
-            s3 = _update(l3, s3, u, i, r, ones, lam, lr, snips)
+            s3 = _update(l3, s3, u, i, r, None, lam, lr, snips)
             u, i, r, w = batch(1)
             s1 = _update(l1, s1, u, i, r, w, lam, lr, snips, ctx=ctx(t, "A1", "pre"))
             u, i, r, w = batch(2)
@@ -224,13 +227,13 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
             has = k > 0
             err = l3.predict(s3[0], u[:, 0], i[:, 0]) - y[:, 0]
             pseudo_loss = tf.where(has, tf.reduce_mean(err * err, axis=1), np.float32(np.nan))
-            s3 = _update(l3, s3, u[:, 0], i[:, 0], y[:, 0], ones, lam, lr, snips, has)
+            s3 = _update(l3, s3, u[:, 0], i[:, 0], y[:, 0], None, lam, lr, snips, has)
             va_err = l3.predict(s3[0], va_u, va_i) - va_r
             val = mf.weighted_loss(va_err * va_err, va_w, snips)
             mse, mae = mf.eval_metrics(s3[0], te_u, te_i, te_r, l3.predict)
-            s1 = _update(l1, s1, u[:, 1], i[:, 1], y[:, 1], ones, lam, lr, snips, has,
+            s1 = _update(l1, s1, u[:, 1], i[:, 1], y[:, 1], None, lam, lr, snips, has,
                          ctx(t, "A1", "pl"))
-            s2 = _update(l2, s2, u[:, 2], i[:, 2], y[:, 2], ones, lam, lr, snips, has,
+            s2 = _update(l2, s2, u[:, 2], i[:, 2], y[:, 2], None, lam, lr, snips, has,
                          ctx(t, "A2", "pl"))
             row = tf.stack([pseudo_loss, disc, tf.cast(k, tf.float32), val, mse, mae])
             return t + 1, s1, s2, s3, kept, ta.write(t, row)

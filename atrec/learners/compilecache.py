@@ -19,12 +19,13 @@ how many times it has asked, so the same loop traced anywhere gets the same name
 different loop gets different names; two different loops that would get the same scope in one
 TensorFlow context fall back to TensorFlow's own counter (:func:`_scope_for`).
 
-What still misses. TensorFlow's bridge to XLA names a constant inside AT's loop (``ones/_N``)
-by a counter of its own, which moves with what the process compiled before and with which
-replica thread compiles first. The name is in the HLO, so AT's loop is sometimes compiled
-again, and kept as one more entry, where it could have been loaded: after a release, or in a
-process with another history (Table 1's second run loaded all nine of its loops). MF-IPS's loops
-are found again in every case (``tests/learners/test_compilecache.py``).
+Names TensorFlow gives by other counters. TensorFlow's bridge to XLA copies a constant that a
+``while_loop`` or ``cond`` body captures from outside into that body, under a name numbered by a
+counter of its own (``ones/_0``, ``ones/_1``), which moves with what the process compiled
+before and with which replica thread compiles first; the name is in the HLO, so the loop would
+miss. AT's loop therefore makes its constant weights inside the update that uses them
+(:func:`atrec.learners.at._update`). A plug-in's loop that captures a constant into a body may
+still miss now and then: it is then compiled, as without the cache, and kept as one more entry.
 
 Why this cannot change a number. A hit loads the executable XLA made from the same HLO (the
 fingerprint covers the whole program, so changed code misses and compiles), for the same CPU,
@@ -101,7 +102,9 @@ def configure() -> Path | None:
     """Point TensorFlow's compilation cache at this machine's folder (module doc), before
     TensorFlow reads ``TF_XLA_FLAGS``. Does nothing when ``ATREC_COMPILE_CACHE`` is ``off`` or
     ``TF_XLA_FLAGS`` already names a cache folder (the user's choice). A folder that cannot be
-    used turns the cache off with one line on stderr: it only saves time. Returns the folder."""
+    used turns the cache off (it only saves time), with one line on stderr when the user named
+    it; the default folder (a read-only home) fails silently, not on every command. Returns
+    the folder."""
     global _folder
     _folder = None
     choice = os.environ.get(CACHE_ENV, "").strip()
@@ -113,9 +116,10 @@ def configure() -> Path | None:
         if not os.access(folder, os.W_OK | os.X_OK):
             raise PermissionError("not writable")
     except OSError as err:
-        print(f"atrec: compiling without a cache: {folder} cannot be used "
-              f"({getattr(err, 'strerror', None) or err}); set {CACHE_ENV} to a writable "
-              f"folder, or to off", file=sys.stderr)
+        if choice:       # the user's folder: say so; the default one fails silently
+            print(f"atrec: compiling without a cache: {folder} cannot be used "
+                  f"({getattr(err, 'strerror', None) or err}); set {CACHE_ENV} to a writable "
+                  f"folder, or to off", file=sys.stderr)
         return None
     sweep(folder)
     flags = os.environ.get("TF_XLA_FLAGS", "")
