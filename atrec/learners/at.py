@@ -182,7 +182,7 @@ def _compiled(learners: tuple[Learner, Learner, Learner], candidate_factor: int,
     @tf.function(jit_compile=True, autograph=False)
     def loop(p1, p2, p3, pre_pos, seeds, tr_u, tr_i, tr_r, tr_w, va_u, va_i, va_r, va_w,
              te_u, te_i, te_r, lam, lr, snips, epsilon):
-        R, n_train = tr_u.shape[0], tr_u.shape[1]
+        n_train = tr_u.shape[1]
         B = pre_pos.shape[3]
 
         def ctx(t, role, phase):

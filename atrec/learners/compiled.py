@@ -11,7 +11,9 @@ TensorFlow's eager context, whose device owns the compilation cache. :func:`befo
 that before a fit that needs a loop this process has not compiled since the last release,
 when the process's resident memory is above :func:`bound_mb`, and :func:`retire` does it when
 a planned run will not need the loops it holds again. The next fit of a released shape
-compiles it again: same code, so the same numbers (``tests/learners/test_compiled.py``).
+traces it again and loads it from the compilation cache on disk
+(:mod:`atrec.learners.compilecache`), or compiles it where the cache is off: the same code
+either way, so the same numbers (``tests/learners/test_compiled.py``).
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
 
 Tensors and loops made before a release keep working (they hold the old context); a plug-in
@@ -35,8 +37,9 @@ BOUND_MB = 2500
 others; the process then peaks at about this plus one compilation (100-400 MB).
 
 A trade of memory for time, measured on Coat's whole tuning (``docs/performance.md``): the
-loops a release drops are compiled again when a trial needs them (about 6 s for AT on Coat),
-so a low bound recompiles often. 2,500 MB releases nothing in a Coat tuning (2.1 GB) and
+loops a release drops are made again when a trial needs them (AT on Coat: about 7.4 s to
+compile, 3.8 s to trace and load from the compilation cache on disk), so a low bound pays that
+often. 2,500 MB releases nothing in a Coat tuning (2.1 GB) and
 stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat and ML-100K peaked at
 2.67 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size studies of
 ``bench_tune.py`` at 2.56 GB (a Yahoo-size tuning had reached 12.5 GB).
