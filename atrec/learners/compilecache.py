@@ -61,6 +61,7 @@ LIMIT_MB = 2000
 holds several hundred loops, every loop of Table 1 and of a few tuning runs."""
 
 _FLAG = "--tf_xla_persistent_cache_directory"
+_MARK = "ATREC_XLA_CACHE_FLAG"   # the flag atrec added to TF_XLA_FLAGS, seen by child processes
 _folder: Path | None = None     # where this process's entries go, None when the cache is off
 _local = threading.local()
 _claims: dict = {}               # scope -> id of the loop that named with it (this context)
@@ -107,6 +108,7 @@ def configure() -> Path | None:
     the folder."""
     global _folder
     _folder = None
+    _drop_inherited_flag()
     choice = os.environ.get(CACHE_ENV, "").strip()
     if choice.lower() in OFF or _FLAG in os.environ.get("TF_XLA_FLAGS", ""):
         return None
@@ -123,9 +125,26 @@ def configure() -> Path | None:
         return None
     sweep(folder)
     flags = os.environ.get("TF_XLA_FLAGS", "")
-    os.environ["TF_XLA_FLAGS"] = f"{flags} {_FLAG}={folder}".strip()
+    ours = f"{_FLAG}={folder}"
+    os.environ["TF_XLA_FLAGS"] = f"{flags} {ours}".strip()
+    os.environ[_MARK] = ours
     _folder = folder
     return folder
+
+
+def _drop_inherited_flag() -> None:
+    """Remove from ``TF_XLA_FLAGS`` the flag that atrec added in a parent process (named by
+    ``ATREC_XLA_CACHE_FLAG``), so that a child (a worker, a benchmark's run) decides for itself
+    from its own ``ATREC_COMPILE_CACHE``, and names its loops stably, instead of taking the flag
+    for the user's choice."""
+    ours = os.environ.pop(_MARK, "")
+    flags = os.environ.get("TF_XLA_FLAGS", "")
+    if ours and ours in flags.split():
+        rest = " ".join(flag for flag in flags.split() if flag != ours)
+        if rest:
+            os.environ["TF_XLA_FLAGS"] = rest
+        else:
+            del os.environ["TF_XLA_FLAGS"]
 
 
 def folder() -> Path | None:

@@ -54,6 +54,7 @@ def test_sweep_removes_broken_entries_stale_temporaries_and_the_oldest(tmp_path)
 @pytest.fixture
 def clean_flags(monkeypatch):
     monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
+    monkeypatch.delenv(compilecache._MARK, raising=False)
     monkeypatch.setattr(compilecache, "_folder", compilecache._folder)
     return monkeypatch
 
@@ -66,6 +67,22 @@ def test_configure_points_tensorflow_at_a_folder_per_machine(clean_flags, tmp_pa
     assert os.environ["TF_XLA_FLAGS"] == f"--tf_xla_persistent_cache_directory={folder}"
     clean_flags.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
     assert compilecache.configure() != folder          # other compiler flags: other code
+
+
+def test_a_child_process_decides_for_itself(clean_flags, tmp_path):
+    # configure() of a parent leaves its flag in the environment that children inherit
+    clean_flags.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=0")
+    clean_flags.setenv(compilecache.CACHE_ENV, str(tmp_path / "parent"))
+    parent = compilecache.configure()
+    clean_flags.setenv(compilecache.CACHE_ENV, str(tmp_path / "child"))
+    child = compilecache.configure()
+    assert child.parent == tmp_path / "child" and compilecache.folder() == child
+    assert os.environ["TF_XLA_FLAGS"].split() == [
+        "--tf_xla_auto_jit=0", f"--tf_xla_persistent_cache_directory={child}"]
+    assert str(parent) not in os.environ["TF_XLA_FLAGS"]
+    clean_flags.setenv(compilecache.CACHE_ENV, "off")
+    assert compilecache.configure() is None
+    assert os.environ["TF_XLA_FLAGS"] == "--tf_xla_auto_jit=0"     # the user's flag stays
 
 
 def test_configure_keeps_the_users_choices(clean_flags, tmp_path):
@@ -124,8 +141,7 @@ print(json.dumps({"values": [float(v).hex() for v in values],
 
 
 def run_fit(cache: Path, shift: int, kind: str) -> dict:
-    env = {**os.environ, compilecache.CACHE_ENV: str(cache)}
-    env.pop("TF_XLA_FLAGS", None)
+    env = {**os.environ, compilecache.CACHE_ENV: str(cache)}   # with this process's flag
     out = subprocess.run([sys.executable, "-c", FIT, str(shift), kind], check=False, env=env,
                          text=True, capture_output=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
