@@ -66,6 +66,7 @@ _folder: Path | None = None     # where this process's entries go, None when the
 _local = threading.local()
 _claims: dict = {}               # scope -> id of the loop that named with it (this context)
 _installed = False
+_tf_uid = None                   # TensorFlow's own name counter, once _install replaced it
 
 
 def default_root() -> Path:
@@ -253,10 +254,6 @@ def _install() -> bool:
     return True
 
 
-def _tf_uid() -> int:     # TensorFlow's own counter, set by _install
-    raise RuntimeError("not installed")
-
-
 def _uid() -> int:
     scope = getattr(_local, "scope", None)
     if scope is None:
@@ -324,7 +321,7 @@ class Stable:
         try:
             return self._loop(*args, **kwargs)
         except (tf.errors.OutOfRangeError, tf.errors.DataLossError) as err:
-            if not sweep():          # no broken entry: the error is the loop's own
+            if not sweep(limit_mb=float("inf")):   # no broken entry: the loop's own error
                 raise
             # TensorFlow keeps the failed compilation for this process, so no second try here
             raise AtrecError(f"a compiled loop kept in {_folder} could not be read "

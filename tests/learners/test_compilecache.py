@@ -179,3 +179,28 @@ def test_a_truncated_entry_is_removed_and_compiled_again(tmp_path):
     again = run_fit(tmp_path, shift=0, kind="mf")
     assert again["values"] == first["values"] and again["entries"] == 1
     assert all(compilecache.entry_ok(p) for p in folder.glob("*.pb"))
+
+
+BROKEN_WHILE_RUNNING = FIT.split("kinds = ")[0] + r"""
+value(False)
+compiled.release()
+for entry in compilecache.folder().glob("*.pb"):      # damaged after the start-up check
+    entry.write_bytes(entry.read_bytes()[:1000])
+from atrec.errors import AtrecError
+try:
+    value(False)
+except AtrecError as err:
+    print(json.dumps({"error": str(err),
+                      "left": len(list(compilecache.folder().glob("*.pb")))}))
+"""
+
+
+def test_an_entry_damaged_while_running_stops_with_one_line(tmp_path):
+    env = {**os.environ, compilecache.CACHE_ENV: str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", BROKEN_WHILE_RUNNING, "0"], check=False,
+                         env=env, text=True, capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    said = json.loads(out.stdout.strip().splitlines()[-1])
+    assert said["left"] == 0                                      # the damaged entry is gone
+    assert "\n" not in said["error"] and "run the command again" in said["error"]
+    assert str(tmp_path) in said["error"]
