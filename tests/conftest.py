@@ -6,6 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_groups import suite_environment
+
+# before atrec is imported: it chooses its compilation cache then (tests/run_groups.py says why)
+os.environ.update(suite_environment())
 
 from atrec.data.ratings import RatingData, Ratings
 

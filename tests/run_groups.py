@@ -12,10 +12,15 @@ each folder under ``tests/`` that holds tests, the ``test_*.py`` files directly 
 and ``examples/plugin/tests``. Arguments after the script's name go to every pytest call
 (``python3 tests/run_groups.py -x -k coat``). The exit code is 0 when every group passed (or a
 ``-k`` left a group with nothing to run), else 1; a summary with each group's time ends the run.
+
+Compiled loops go to the checkout's own cache folder (:data:`COMPILE_CACHE`), not the user's:
+the suite compiles a few hundred small-shape loops that no real run loads (about 400 MB), and
+the groups, one process each, still share them.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -23,6 +28,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_TESTS_COLLECTED = 5      # pytest's exit code when a group has nothing to run
+COMPILE_CACHE = ROOT / ".pytest_cache" / "atrec-xla"
+"""The tests' compilation cache (``ATREC_COMPILE_CACHE`` unless the caller set it): inside the
+checkout, beside pytest's own cache, so that ``make clean`` removes it with the rest."""
+
+
+def suite_environment(environ=os.environ) -> dict:
+    """``environ`` with :data:`COMPILE_CACHE` as ``ATREC_COMPILE_CACHE`` where it names none."""
+    env = dict(environ)
+    env.setdefault("ATREC_COMPILE_CACHE", str(COMPILE_CACHE))
+    return env
 
 
 def groups(root: Path = ROOT) -> list[list[str]]:
@@ -41,9 +56,10 @@ def groups(root: Path = ROOT) -> list[list[str]]:
 
 def main(argv: list[str]) -> int:
     results = []
+    env = suite_environment()
     for paths in groups():
         start = time.monotonic()
-        code = subprocess.call([sys.executable, "-m", "pytest", *argv, *paths], cwd=ROOT)
+        code = subprocess.call([sys.executable, "-m", "pytest", *argv, *paths], cwd=ROOT, env=env)
         results.append((" ".join(paths), code, time.monotonic() - start))
     print("\ntest groups (one pytest process each):")
     for name, code, seconds in results:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
+import pytest
 import run_groups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,3 +34,18 @@ def test_groups_of_a_tree(tmp_path):
         (tmp_path / rel).write_text("")
     assert run_groups.groups(tmp_path) == [["tests/a"], ["tests/test_top.py"],
                                            ["examples/plugin/tests"]]
+
+
+def test_groups_compile_into_the_checkouts_cache_unless_told_otherwise():
+    env = run_groups.suite_environment({"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "ATREC_COMPILE_CACHE": str(ROOT / ".pytest_cache" / "atrec-xla")}
+    assert run_groups.suite_environment({"ATREC_COMPILE_CACHE": "off"}) == {
+        "ATREC_COMPILE_CACHE": "off"}
+
+
+def test_this_process_compiles_into_the_checkouts_cache():
+    from atrec.learners import compilecache
+
+    if os.environ.get("ATREC_COMPILE_CACHE") != str(run_groups.COMPILE_CACHE):
+        pytest.skip("ATREC_COMPILE_CACHE was set by the caller")
+    assert compilecache.folder().parent == run_groups.COMPILE_CACHE
