@@ -36,9 +36,10 @@ TensorFlow writes an entry to a temporary file and renames it, so processes that
 folder (Dask workers, tuning workers) never read half an entry. An entry damaged afterwards
 makes the call fail ("Read less bytes than requested"), so :func:`configure` checks every entry's
 framing first (:func:`sweep`) and removes those that are not whole, with temporary files left by
-killed processes. If an entry still fails to load, it is removed and the command stops with one
-line asking to run it again (TensorFlow remembers the failure for the rest of the process; the
-finished runs are kept). The folder is kept under :data:`LIMIT_MB` by removing the oldest
+killed processes. If an entry still fails to load (cut short, or not the entry its name
+promises), it is removed and the command stops with one line asking to run it again
+(TensorFlow remembers the failure for the rest of the process; the finished runs are kept):
+:func:`_cache_problem`. The folder is kept under :data:`LIMIT_MB` by removing the oldest
 entries.
 """
 
@@ -47,6 +48,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -208,6 +210,10 @@ def sweep(where: Path | None = None, limit_mb: float = LIMIT_MB) -> int:
         except OSError:
             pass
     for path in where.glob("*.pb"):
+        if path.is_dir() and not path.is_symlink():     # not TensorFlow's: it would read it empty
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+            continue
         if entry_ok(path):
             try:
                 stat = path.stat()
@@ -320,13 +326,44 @@ class Stable:
 
         try:
             return self._loop(*args, **kwargs)
-        except (tf.errors.OutOfRangeError, tf.errors.DataLossError) as err:
-            if not sweep(limit_mb=float("inf")):   # no broken entry: the loop's own error
+        except tf.errors.OpError as err:
+            problem = _cache_problem(err)
+            if problem is None:                    # the loop's own error
                 raise
             # TensorFlow keeps the failed compilation for this process, so no second try here
-            raise AtrecError(f"a compiled loop kept in {_folder} could not be read "
-                             f"({err.message.splitlines()[0]}); it is removed now: run the "
-                             f"command again (finished runs are kept)") from None
+            raise AtrecError(f"a compiled loop kept in {_folder} {problem} "
+                             f"({err.message.splitlines()[0]}): run the command again (finished "
+                             f"runs are kept)") from None
+
+
+MISMATCH = ("Serialized cache key does not match", "Serialized HLO does not match",
+            "No binary found in serialized entry")
+"""TensorFlow's errors for an entry whose content is not what its name promises
+(``tensorflow/compiler/jit/device_executable_persistor.h``): a file copied or renamed by hand,
+or anything else under an entry's name."""
+
+
+def _cache_problem(err) -> str | None:
+    """What went wrong with the cache folder when a loop's call failed with ``err``, after
+    removing what caused it; None when the cache is not the cause.
+
+    * A cut-short entry (``OutOfRange``, ``DataLoss``): :func:`sweep` finds and removes it.
+    * An entry whose content does not match its name (:data:`MISMATCH`): TensorFlow does not say
+      which, so every entry of the folder goes (a cache: they are compiled again).
+    * An entry removed between TensorFlow's check and its read (``NotFound`` naming the folder):
+      another process pruned the folder; nothing to remove."""
+    import tensorflow as tf
+
+    if _folder is None:
+        return None
+    if isinstance(err, (tf.errors.OutOfRangeError, tf.errors.DataLossError)):
+        return "could not be read; it is removed now" if sweep(limit_mb=float("inf")) else None
+    if isinstance(err, tf.errors.InvalidArgumentError) and any(m in err.message for m in MISMATCH):
+        sweep(limit_mb=0)
+        return "did not match its name; the folder was emptied"
+    if isinstance(err, tf.errors.NotFoundError) and str(_folder) in err.message:
+        return "was removed by another process while this one read it"
+    return None
 
 
 def stable(loop, factory, args: tuple, kwargs: dict) -> Stable:

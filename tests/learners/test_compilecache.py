@@ -184,8 +184,23 @@ def test_a_truncated_entry_is_removed_and_compiled_again(tmp_path):
 BROKEN_WHILE_RUNNING = FIT.split("kinds = ")[0] + r"""
 value(False)
 compiled.release()
+import shutil
 for entry in compilecache.folder().glob("*.pb"):      # damaged after the start-up check
-    entry.write_bytes(entry.read_bytes()[:1000])
+    if sys.argv[2] == "cut":
+        entry.write_bytes(entry.read_bytes()[:1000])
+    elif sys.argv[2] == "folder":                      # read by TensorFlow as an empty entry
+        entry.unlink()
+        entry.mkdir()
+    else:                                              # another loop's entry under this name
+        other = make_synthetic(num_users=50, num_items=40, n_train=500, n_test_users=20,
+                               test_per_user=8, dim=3, seed=3, name="c").data
+        validation_loss(other, "item", False, HyperParams.from_values({"dim": 5, "lam": 1e-3}),
+                        settings=TrainSettings(steps=15, batch_size=64))
+        for made in compilecache.folder().glob("*.pb"):
+            if made != entry:
+                made.replace(entry)
+        compiled.release()
+        break
 from atrec.errors import AtrecError
 try:
     value(False)
@@ -195,12 +210,28 @@ except AtrecError as err:
 """
 
 
-def test_an_entry_damaged_while_running_stops_with_one_line(tmp_path):
+@pytest.mark.parametrize("damage, says", [("cut", "could not be read"),
+                                           ("folder", "did not match its name"),
+                                           ("swapped", "did not match its name")])
+def test_an_entry_damaged_while_running_stops_with_one_line(tmp_path, damage, says):
     env = {**os.environ, compilecache.CACHE_ENV: str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", BROKEN_WHILE_RUNNING, "0"], check=False,
+    out = subprocess.run([sys.executable, "-c", BROKEN_WHILE_RUNNING, "0", damage], check=False,
                          env=env, text=True, capture_output=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     said = json.loads(out.stdout.strip().splitlines()[-1])
     assert said["left"] == 0                                      # the damaged entry is gone
     assert "\n" not in said["error"] and "run the command again" in said["error"]
-    assert str(tmp_path) in said["error"]
+    assert str(tmp_path) in said["error"] and says in said["error"]
+
+
+def test_an_entry_pruned_by_another_process_while_read_is_named(monkeypatch, tmp_path):
+    import tensorflow as tf
+
+    monkeypatch.setattr(compilecache, "_folder", tmp_path)
+    gone = tf.errors.NotFoundError(None, None, f"{tmp_path}/xla_compile_cache__1__2__XLA_CPU_JIT"
+                                               f".pb; No such file or directory")
+    assert "another process" in compilecache._cache_problem(gone)
+    elsewhere = tf.errors.NotFoundError(None, None, "/data/ratings.npz; No such file or directory")
+    assert compilecache._cache_problem(elsewhere) is None       # not the cache: the loop's own
+    plain = tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [3] vs. [4]")
+    assert compilecache._cache_problem(plain) is None
