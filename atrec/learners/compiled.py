@@ -39,11 +39,12 @@ others; the process then peaks at about this plus one compilation (100-400 MB).
 A trade of memory for time, measured on Coat's whole tuning (``docs/performance.md``): the
 loops a release drops are made again when a trial needs them (AT on Coat: about 7.4 s to
 compile, 3.8 s to trace and load from the compilation cache on disk), so a low bound pays that
-often. 2,500 MB releases nothing in a Coat tuning (2.1 GB) and
-stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat and ML-100K peaked at
-2.67 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size studies of
+often. 2,500 MB releases nothing in a Coat tuning (1.95 GB) and
+stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat, ML-100K and Yahoo-size
+data peaked at 2.72 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size studies of
 ``bench_tune.py`` at 2.56 GB (a Yahoo-size tuning had reached 12.5 GB).
-``ATREC_MEMORY_BOUND_MB=1000`` keeps a Coat tuning at 1.3 GB, 8.6 times slower. Planned runs
+``ATREC_MEMORY_BOUND_MB=1500`` keeps a Coat tuning at 1.60 GB, 2.9 times slower, and ``1000``
+at 1.14 GB, 5.1 times slower. Planned runs
 (``atrec train``) release at no cost instead, family by family (:func:`retire`)."""
 
 BOUND_ENV = "ATREC_MEMORY_BOUND_MB"
