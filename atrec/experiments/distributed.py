@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 from atrec.errors import AtrecError
 from atrec.experiments import interrupt
-from atrec.experiments.driver import POLL_S
+from atrec.experiments.driver import POLL_S, by_family
 from atrec.experiments.locks import Holder
 from atrec.experiments.progress import StageProgress
 from atrec.experiments.records import provenance
@@ -92,7 +92,8 @@ def train_on_dask(request: TrainRequest, scheduler: str, root=None,
                   stage: StageProgress | None = None) -> list[ConfigOutcome]:
     """:func:`atrec.experiments.training.train` on a Dask cluster; outcomes in training order.
 
-    Every group of every configuration is submitted at once, so all workers stay busy; groups
+    Every group of every configuration is submitted at once, so all workers stay busy, family
+    by family (:func:`atrec.experiments.driver.by_family`); groups
     that another process on the same results folder has claimed are left to it and submitted
     only if it goes without saving them (:meth:`ConfigPlan.take`). ``done(plan)`` is called when
     a configuration's last group is saved (at once for a configuration with nothing left to
@@ -130,8 +131,9 @@ def _run_groups(client, scheduler: str, work, done, stage: StageProgress) -> Non
     remote: dict = {}
     tasks: dict = {}
     left = {id(plan): len(plan.groups) for _, plans in work for plan in plans}
-    pending = [(data, plan, seeds) for data, plans in work for plan in plans
-               for seeds in plan.groups]
+    # family by family, as atrec train runs them: Dask hands tasks out in the order they were
+    # submitted, so a worker meets one family's compiled loops after another, not all at once
+    pending = [(data, plan, seeds) for data, plan, seeds, _ in by_family(work)]
 
     def settle(plan) -> None:
         left[id(plan)] -= 1

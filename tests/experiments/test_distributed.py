@@ -23,7 +23,8 @@ import atrec
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.records import iter_records, record_path
-from atrec.experiments.training import TrainRequest, train
+from atrec.experiments.runner import loop_family
+from atrec.experiments.training import TrainRequest, plan_request, train
 from atrec.names import config_key
 from atrec.propensity.registry import table1_propensities
 
@@ -101,9 +102,20 @@ def _atrec_file() -> str:
     return worker_atrec.__file__
 
 
-def test_two_workers_give_the_local_records_bit_for_bit(cluster, client, local_runs, tmp_path):
+def test_two_workers_give_the_local_records_bit_for_bit(cluster, client, local_runs, tmp_path,
+                                                        monkeypatch):
     # the workers must run this checkout's atrec, not another installed one
     assert set(client.run(_atrec_file).values()) == {atrec.__file__}
+    submitted = []
+    submit = distributed.Client.submit
+
+    def spy(self, func, *args, key=None, **kwargs):      # Dask's own submit, its order noted
+        submitted.append(key)
+        return submit(self, func, *args, key=key, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "submit", spy)
+    family = {plan.spec.key: loop_family(data, plan.spec)
+              for data, plans in plan_request(_request(), tmp_path / "plan") for plan in plans}
     start = time.perf_counter()
     outcomes = train(_request(), root=tmp_path, scheduler=cluster.scheduler_address)
     print(f"\nLocalCluster (2 workers): {time.perf_counter() - start:.1f} s")
@@ -116,6 +128,10 @@ def test_two_workers_give_the_local_records_bit_for_bit(cluster, client, local_r
     # the client wrote them, with its own command line, not the worker's
     record = outcomes[0].records[0]
     assert "dask" not in record["provenance"]["command"]
+    # handed to Dask family by family, as atrec train runs them: no family comes back once left
+    order = [family[key.split("-", 2)[2].rsplit("-", 2)[0]] for key in submitted]
+    runs = [f for n, f in enumerate(order) if n == 0 or f != order[n - 1]]
+    assert len(order) == 13 and len(runs) == len(set(runs)) < 12, order
 
 
 def test_resume_sends_only_the_missing_groups(cluster, client, local_runs, tmp_path):
