@@ -195,8 +195,9 @@ def entry_ok(path: Path) -> bool:
 
 
 def sweep(where: Path | None = None, limit_mb: float = LIMIT_MB) -> int:
-    """Remove entries that are not whole (:func:`entry_ok`), and the oldest ones while the
-    folder is over ``limit_mb``. Returns how many were removed."""
+    """Remove entries that are not whole (:func:`entry_ok`) and folders under an entry's name,
+    then the oldest entries while the folder is over ``limit_mb``. Returns how many were
+    removed."""
     where = where or _folder
     if where is None or not where.is_dir():
         return 0
