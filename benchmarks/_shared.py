@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
@@ -53,6 +54,34 @@ def install_yahoo_size() -> None:
 
     write_store(dataclasses.replace(yahoo_size_data(), name="yahoo",
                                     checksums={"synthetic": "YAHOO_SIZE, seed 0"}))
+
+
+def install_datasets(folder: Path, names: list[str]) -> None:
+    """A data folder for a whole-command benchmark: ``folder`` becomes ``ATREC_DATA_DIR``, the
+    shared copies of ``names`` are installed and preprocessed, and :func:`install_yahoo_size`
+    stands in for Yahoo! R3."""
+    from atrec.data.download import download
+    from atrec.data.preprocess import preprocess
+
+    os.environ["ATREC_DATA_DIR"] = str(folder)
+    for name in names:
+        download(name, source=SHARED / name, quiet=True)
+        preprocess(name, quiet=True)
+    install_yahoo_size()
+
+
+def run_child(argv: list[str], env: dict, on_line=None) -> tuple[float, float, int]:
+    """Run ``argv`` with ``env``: its wall seconds, its own peak RSS in MB (``os.wait4``, the
+    child's rusage, not this process's) and its exit code. Each line of its standard output
+    goes to ``on_line``; without one, the output is discarded."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, text=True,
+                             stdout=subprocess.PIPE if on_line else subprocess.DEVNULL)
+    if on_line:
+        for line in child.stdout:
+            on_line(line)
+    _, status, usage = os.wait4(child.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 def run_cases(script: str, cases: list[str], default_cases: list[str], header: str,

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import SHARED, install_yahoo_size
+from _shared import install_datasets, run_child
 
 TARGET_S, TARGET_MB = 1200.0, 1536.0      # issue 15: 20 minutes, 1.5 GB
 # The child: atrec's command line, with Yahoo's raw files taken as present for the pipeline
@@ -41,25 +39,13 @@ CHILD = ("import atrec.data.preprocess, atrec.data.catalogue as c; real = c.raw_
          "from atrec.cli import main; main()")
 
 
-def install_data(folder: Path) -> None:
-    """Coat and MovieLens 100K from the shared copies, Yahoo-size data as ``yahoo``."""
-    os.environ["ATREC_DATA_DIR"] = str(folder)
-    from atrec.data.download import download
-    from atrec.data.preprocess import preprocess
-
-    for name in ("coat", "ml-100k"):
-        download(name, source=SHARED / name, quiet=True)
-        preprocess(name, quiet=True)
-    install_yahoo_size()
-
-
 def main(args: list[str]) -> None:
     tune = "plain" not in args
     command = ["reproduce", "--quiet"] + (["--tune"] if tune else [])
     folders = {name: tempfile.mkdtemp(prefix=f"atrec-bench-rep-{name}-")
                for name in ("data", "results", "xla")}
     try:
-        install_data(Path(folders["data"]))
+        install_datasets(Path(folders["data"]), ["coat", "ml-100k"])
         env = dict(os.environ, ATREC_DATA_DIR=folders["data"],
                    ATREC_RESULTS_DIR=folders["results"], ATREC_COMPILE_CACHE=folders["xla"])
         print(f"{'TUNE=1 ' if tune else ''}make reproduce end to end: atrec {' '.join(command)}")
@@ -76,18 +62,14 @@ def main(args: list[str]) -> None:
 def run(command: list[str], env: dict) -> tuple[float, float]:
     """Run atrec ``command`` in a child (:data:`CHILD`), printing its stage lines; its wall
     seconds and peak RSS (MB)."""
-    start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, *command], env=env,
-                             stdout=subprocess.PIPE, text=True)
-    for line in child.stdout:
+    def stage(line: str) -> None:
         if line.startswith("["):                   # one line per stage: "[tune      ]  548.7 s"
             print("  " + line.rstrip()[:110], flush=True)
-    _, status, usage = os.wait4(child.pid, 0)     # this child's own rusage
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+
+    wall, peak, code = run_child([sys.executable, "-c", CHILD, *command], env, stage)
     if code not in (0, 4):                         # 4: the check against the paper (see above)
         raise SystemExit(f"the reproduce run failed (exit {code})")
-    return wall, usage.ru_maxrss / 1024
+    return wall, peak
 
 
 if __name__ == "__main__":

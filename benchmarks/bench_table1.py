@@ -28,30 +28,18 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import SHARED, install_yahoo_size  # noqa: E402
+from _shared import install_datasets, run_child
 
 AUTHORS_TABLE1_S = 4402.0          # issue 15: the authors' code, same 2-core machine
 TARGET_S, TARGET_MB = 220.0, 1024.0
 COMMAND = ["train", "--dataset", "yahoo,coat", "--propensity", "all", "--with-at",
            "--without-at", "--seeds", "20", "--quiet"]
-
-
-def install_data(folder: Path) -> None:
-    """Coat from the shared copy and Yahoo-size synthetic data as ``yahoo``, in ``folder``."""
-    os.environ["ATREC_DATA_DIR"] = str(folder)
-    from atrec.data.download import download
-    from atrec.data.preprocess import preprocess
-
-    download("coat", source=SHARED / "coat", quiet=True)
-    preprocess("coat", quiet=True)
-    install_yahoo_size()
 
 
 def device() -> str:
@@ -67,22 +55,16 @@ def one_run(data_dir: Path, cache_dir: Path) -> tuple[float, float]:
     compilation cache in ``cache_dir``."""
     env = dict(os.environ, ATREC_DATA_DIR=str(data_dir), ATREC_COMPILE_CACHE=str(cache_dir),
                ATREC_RESULTS_DIR=tempfile.mkdtemp(prefix="atrec-bench-t1-"))
-    start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "atrec", *COMMAND], env=env,
-                             stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)     # this child's own rusage
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise SystemExit(f"the Table-1 run failed (exit {child.returncode})")
-    peak = usage.ru_maxrss
-    return wall, peak / 1024
+    wall, peak, code = run_child([sys.executable, "-m", "atrec", *COMMAND], env)
+    if code:
+        raise SystemExit(f"the Table-1 run failed (exit {code})")
+    return wall, peak
 
 
 def main(args: list[str]) -> None:
     runs = int(args[0]) if args else 1
     data_dir = Path(tempfile.mkdtemp(prefix="atrec-bench-t1-data-"))
-    install_data(data_dir)
+    install_datasets(data_dir, ["coat"])
     print(f"Table 1 end to end: atrec {' '.join(COMMAND)}")
     print(f"(real Coat, Yahoo-size synthetic data; {os.cpu_count()} CPU(s); device: {device()})")
     cache_dir = Path(tempfile.mkdtemp(prefix="atrec-bench-t1-xla-"))
