@@ -2,15 +2,17 @@
 
 The library is usable without the command line; ``atrec.cli`` is a thin shell over it.
 Heavy modules (TensorFlow models) are imported lazily by the functions that need them, and
-TensorFlow's start-up log lines are silenced (:mod:`atrec.tfquiet`); glibc keeps two heaps
-(:mod:`atrec.heap`); compiled loops are kept on disk (:mod:`atrec.learners.compilecache`).
+TensorFlow's start-up log lines are silenced (:mod:`atrec.tfquiet`); glibc keeps two heaps and
+TensorFlow's CPU allocator gives back what it frees (:mod:`atrec.heap`); compiled loops are kept
+on disk (:mod:`atrec.learners.compilecache`).
 """
 
 __version__ = "0.1.0"
 
-from atrec.heap import limit_arenas  # noqa: E402
+from atrec.heap import limit_arenas, plain_tensorflow_allocator  # noqa: E402
 
 limit_arenas()    # before any thread allocates: see atrec.heap
+plain_tensorflow_allocator()  # before anything can load TensorFlow: see atrec.heap
 
 from atrec.tfquiet import quiet_defaults  # noqa: E402
 

@@ -20,7 +20,7 @@ run: one per dim tried). atrec compiles one loop per dim and table size on purpo
 (``atrec.learners.mf._fit_loop``), so unless ``TF_CPP_MIN_LOG_LEVEL`` is 0 that warning is
 dropped (:class:`RetracingFilter`); every other Python-side message passes.
 
-``TF_ENABLE_ONEDNN_OPTS`` is never touched: it changes the numbers, not just the messages.
+``TF_ENABLE_ONEDNN_OPTS`` is not a log switch: :mod:`atrec.heap` sets it, for memory.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 releases a family's loops once it has nothing left: one compilation per loop, one family held at
 a time, and the same records as a run that keeps every loop."""
 
-import pytest
-
 from atrec.experiments import driver
 from atrec.experiments.params import HyperParams
 from atrec.experiments.records import load_record, record_path
@@ -79,35 +77,3 @@ def test_retire_keeps_loops_while_a_fit_runs_or_with_no_bound(monkeypatch):
     assert compiled.retire() and calls == [1]
     monkeypatch.setattr(compiled, "_keys", set())
     assert not compiled.retire()                            # nothing held
-
-
-@pytest.mark.parametrize("env, capped", [(None, True), ("8", False)])
-def test_glibc_keeps_two_heaps_unless_the_user_chose(env, capped, tmp_path):
-    """Eight threads that each allocate get their own glibc heap (arena) unless capped;
-    ``malloc_info`` lists the heaps."""
-    import os
-    import subprocess
-    import sys
-
-    code = f"""
-import ctypes, threading, atrec
-libc = ctypes.CDLL(None)
-keep, ready, done = [], threading.Barrier(9), threading.Event()
-def work():
-    keep.append(libc.malloc(4096))
-    ready.wait(); done.wait()
-threads = [threading.Thread(target=work) for _ in range(8)]
-for t in threads: t.start()
-ready.wait()
-libc.fopen.restype = ctypes.c_void_p
-fp = libc.fopen({str(tmp_path / 'info.xml')!r}.encode(), b"w")
-libc.malloc_info(0, ctypes.c_void_p(fp)); libc.fclose(ctypes.c_void_p(fp))
-done.set()
-for t in threads: t.join()
-"""
-    env_vars = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
-    if env:
-        env_vars["MALLOC_ARENA_MAX"] = env
-    subprocess.run([sys.executable, "-c", code], check=True, env=env_vars)
-    heaps = (tmp_path / "info.xml").read_text().count("<heap nr=")
-    assert heaps == 2 if capped else heaps > 2
