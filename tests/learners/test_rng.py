@@ -64,3 +64,27 @@ def test_binomial_edges_and_determinism():
     assert set(_binomial_sample(60, 1.0, 50)) == {60}
     np.testing.assert_array_equal(_binomial_sample(500, 0.4, 50, seed=1),
                                   _binomial_sample(500, 0.4, 50, seed=1))
+
+
+def _compiled_keys(replicas: int):
+    """``rng.keys`` of ``replicas`` stream seeds in an XLA-compiled function: its keys and the
+    size of the HLO XLA is handed (instructions before optimisation)."""
+    fn = tf.function(lambda s, salt: rng.keys(s, salt), jit_compile=True)
+    seeds = tf.constant(np.arange(replicas, dtype=np.int64) * 7919 + 11)
+    salt = tf.constant(12, tf.int64)
+    hlo = fn.experimental_get_compiler_ir(seeds, salt)(stage="hlo")
+    return fn(seeds, salt).numpy(), hlo.count(" = ")
+
+
+def test_keys_are_each_replicas_own_key_and_the_loop_does_not_grow_with_replicas():
+    """Replica ``r``'s key is :func:`rng.key` of ``[seed_r, salt]``, compiled as the loops compile
+    it; and the program does not repeat the key's derivation per replica (a 20-replica stack
+    had 16,000 of its pseudo-labelling step's 18,400 instructions in these derivations, and
+    the extra HLO cost compile time and about 150 MB per loop held)."""
+    keys20, size20 = _compiled_keys(20)
+    one = tf.function(lambda s: rng.key(s), jit_compile=True)
+    expected = [one(tf.constant([r * 7919 + 11, 12], tf.int64)).numpy() for r in range(20)]
+    np.testing.assert_array_equal(keys20, expected)
+    assert len(set(keys20.tolist())) == 20
+    _, size1 = _compiled_keys(1)
+    assert size20 < 1.5 * size1
