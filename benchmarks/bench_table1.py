@@ -2,6 +2,7 @@
 
     python benchmarks/bench_table1.py        # one run
     python benchmarks/bench_table1.py 3      # three runs, each on a fresh results folder
+    python benchmarks/bench_table1.py 2 --keep   # keep the data, cache and results folders
 
 What runs: ``atrec train --dataset yahoo,coat --propensity all --with-at --without-at --seeds 20``
 (24 configurations, 20 seeds each, the published parameters), in a child process, exactly the
@@ -25,6 +26,7 @@ printed, never asserted. Where TensorFlow sees a GPU, the run uses it, and the d
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,11 +52,11 @@ def device() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def one_run(data_dir: Path, cache_dir: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one Table-1 run on a fresh results folder, with the
-    compilation cache in ``cache_dir``."""
+def one_run(data_dir: Path, cache_dir: Path, results_dir: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one Table-1 run into the empty ``results_dir``, with
+    the compilation cache in ``cache_dir``."""
     env = dict(os.environ, ATREC_DATA_DIR=str(data_dir), ATREC_COMPILE_CACHE=str(cache_dir),
-               ATREC_RESULTS_DIR=tempfile.mkdtemp(prefix="atrec-bench-t1-"))
+               ATREC_RESULTS_DIR=str(results_dir))
     wall, peak, code = run_child([sys.executable, "-m", "atrec", *COMMAND], env)
     if code:
         raise SystemExit(f"the Table-1 run failed (exit {code})")
@@ -62,18 +64,29 @@ def one_run(data_dir: Path, cache_dir: Path) -> tuple[float, float]:
 
 
 def main(args: list[str]) -> None:
-    runs = int(args[0]) if args else 1
-    data_dir = Path(tempfile.mkdtemp(prefix="atrec-bench-t1-data-"))
-    install_datasets(data_dir, ["coat"])
-    print(f"Table 1 end to end: atrec {' '.join(COMMAND)}")
-    print(f"(real Coat, Yahoo-size synthetic data; {os.cpu_count()} CPU(s); device: {device()})")
-    cache_dir = Path(tempfile.mkdtemp(prefix="atrec-bench-t1-xla-"))
-    for k in range(runs):
-        wall, peak = one_run(data_dir, cache_dir)
-        cache = "empty cache" if k == 0 else "warm cache "
-        print(f"run {k + 1} ({cache}): {wall:6.1f} s  peak RSS {peak:5.0f} MB  "
-              f"x{AUTHORS_TABLE1_S / wall:4.1f} vs the authors' {AUTHORS_TABLE1_S:.0f} s  "
-              f"(targets: {TARGET_S:.0f} s, {TARGET_MB:.0f} MB)", flush=True)
+    keep = "--keep" in args
+    counts = [a for a in args if a != "--keep"]
+    runs = int(counts[0]) if counts else 1
+    folders = [Path(tempfile.mkdtemp(prefix="atrec-bench-t1-data-"))]
+    try:
+        install_datasets(folders[0], ["coat"])
+        print(f"Table 1 end to end: atrec {' '.join(COMMAND)}")
+        print(f"(real Coat, Yahoo-size synthetic data; {os.cpu_count()} CPU(s); "
+              f"device: {device()})")
+        folders.append(Path(tempfile.mkdtemp(prefix="atrec-bench-t1-xla-")))
+        for k in range(runs):
+            folders.append(Path(tempfile.mkdtemp(prefix="atrec-bench-t1-")))
+            wall, peak = one_run(folders[0], folders[1], folders[-1])
+            cache = "empty cache" if k == 0 else "warm cache "
+            print(f"run {k + 1} ({cache}): {wall:6.1f} s  peak RSS {peak:5.0f} MB  "
+                  f"x{AUTHORS_TABLE1_S / wall:4.1f} vs the authors' {AUTHORS_TABLE1_S:.0f} s  "
+                  f"(targets: {TARGET_S:.0f} s, {TARGET_MB:.0f} MB)", flush=True)
+    finally:
+        if keep:
+            print("kept: data, compile cache, results: " + ", ".join(map(str, folders)))
+        else:
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
