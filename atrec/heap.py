@@ -21,9 +21,10 @@ table of an XLA loop call lands there: after one Yahoo-size AT configuration the
 251 MB (heaptrack: 201 MB of buffer tables of two concurrent calls, 50 MB of tensors), for the
 life of the process. With the options off, a tensor is an aligned ``malloc``, returned when it
 is dropped. atrec's arithmetic runs inside XLA-compiled loops, which this switch does not
-change: Coat's 240 records of Table 1 and the 480 of Table 1 at Yahoo's size are bit-identical
-either way (``docs/performance.md``, "TensorFlow's allocator"). :func:`plain_tensorflow_allocator`
-must run before TensorFlow is imported, which reads the variable once.
+change: Table 1's 480 records (Coat and Yahoo-size), Coat's baselines, the variance experiment
+and Coat's tuning are bit-identical either way (``docs/performance.md``, "TensorFlow's CPU
+allocator"). :func:`plain_tensorflow_allocator` must run before TensorFlow is imported, which
+reads the variable once.
 """
 
 from __future__ import annotations
