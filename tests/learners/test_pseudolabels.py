@@ -49,13 +49,18 @@ def test_survivor_mask_counts_and_mean_match_numpy(learner, block_entries):
 @pytest.mark.parametrize("block_entries", [5 * 64, 4 * 12 * 64], ids=["per-replica", "grouped"])
 def test_a_replicas_survivors_do_not_depend_on_the_replicas_beside_it(block_entries):
     """Blocks are per replica, so a replica's mask and mean are bit-identical whether it is
-    evaluated alone or stacked with others (a resumed run may stack fewer seeds)."""
+    evaluated alone or stacked with others (a resumed run may stack fewer seeds). Compiled
+    with XLA, as AT's loops run it: TensorFlow's op-by-op kernels make no such promise (run
+    eagerly with oneDNN's options off, atrec's default, a stacked replica's mean differed in
+    its last bit)."""
     p1, p2, absdiff = _models(R=4)
     eps = float(np.median(absdiff))
-    together = pseudolabels.survivors(at.MF, p1, at.MF, p2, eps, NU, NI, block_entries)
+    survivors = tf.function(lambda q1, q2: pseudolabels.survivors(
+        at.MF, q1, at.MF, q2, eps, NU, NI, block_entries), jit_compile=True)
+    together = survivors(p1, p2)
     for rep in range(4):
         q1, q2 = (tuple(x[rep:rep + 1] for x in p) for p in (p1, p2))
-        alone = pseudolabels.survivors(at.MF, q1, at.MF, q2, eps, NU, NI, block_entries)
+        alone = survivors(q1, q2)
         for a, b in zip(alone, together):
             np.testing.assert_array_equal(a.numpy()[0], b.numpy()[rep])
 
