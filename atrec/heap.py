@@ -1,7 +1,8 @@
 """How the process keeps its memory: glibc's heaps and TensorFlow's CPU allocator.
 
 Two settings, each read once at start-up, so ``atrec/__init__.py`` applies them first thing.
-Neither changes a number: where a buffer lives is not what is computed.
+Neither changes a number atrec computes (where a buffer lives is not what is computed), but see
+below for TensorFlow's op-by-op kernels.
 
 **glibc's heaps: two, unless the user chose** (``MALLOC_ARENA_MAX``). glibc gives each new thread
 that allocates a heap (an *arena*) of its own, up to eight per core, and memory freed in one
@@ -23,8 +24,12 @@ life of the process. With the options off, a tensor is an aligned ``malloc``, re
 is dropped. atrec's arithmetic runs inside XLA-compiled loops, which this switch does not
 change: Table 1's 480 records (Coat and Yahoo-size), Coat's baselines, the variance experiment
 and Coat's tuning are bit-identical either way (``docs/performance.md``, "TensorFlow's CPU
-allocator"). :func:`plain_tensorflow_allocator` must run before TensorFlow is imported, which
-reads the variable once.
+allocator"). TensorFlow's op-by-op (eager) kernels are another matter: with the options off
+they may round differently, and a replica's mean ``|A1 - A2|`` computed eagerly in a stack of
+four differed from the same replica's alone in its last bit, so code outside a compiled loop,
+a plug-in's for instance, may see last-bit differences.
+:func:`plain_tensorflow_allocator` must run before TensorFlow is imported, which reads the
+variable once.
 """
 
 from __future__ import annotations
