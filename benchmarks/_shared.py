@@ -3,7 +3,9 @@ per-process driver of the case benchmarks."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +70,26 @@ def install_datasets(folder: Path, names: list[str]) -> None:
         download(name, source=SHARED / name, quiet=True)
         preprocess(name, quiet=True)
     install_yahoo_size()
+
+
+@contextlib.contextmanager
+def scratch_folders(prefix: str, keep: bool = False):
+    """Yields ``new(name)``, which makes an empty temporary folder ``<prefix>-<name>-*``; every
+    folder made is removed on exit, or, with ``keep``, left in place and listed."""
+    made: list[Path] = []
+
+    def new(name: str) -> Path:
+        made.append(Path(tempfile.mkdtemp(prefix=f"{prefix}-{name}-")))
+        return made[-1]
+
+    try:
+        yield new
+    finally:
+        if keep:
+            print("kept: " + ", ".join(map(str, made)), flush=True)
+        else:
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_child(argv: list[str], env: dict, on_line=None) -> tuple[float, float, int]:

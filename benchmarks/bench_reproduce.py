@@ -20,16 +20,14 @@ and every long command under 1.5 GB. Figures are printed, never asserted.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_datasets, run_child
+from _shared import install_datasets, run_child, scratch_folders
 
 TARGET_S, TARGET_MB = 1200.0, 1536.0      # issue 15: 20 minutes, 1.5 GB
 # The child: atrec's command line, with Yahoo's raw files taken as present for the pipeline
@@ -42,9 +40,8 @@ CHILD = ("import atrec.data.preprocess, atrec.data.catalogue as c; real = c.raw_
 def main(args: list[str]) -> None:
     tune = "plain" not in args
     command = ["reproduce", "--quiet"] + (["--tune"] if tune else [])
-    folders = {name: tempfile.mkdtemp(prefix=f"atrec-bench-rep-{name}-")
-               for name in ("data", "results", "xla")}
-    try:
+    with scratch_folders("atrec-bench-rep") as new:
+        folders = {name: str(new(name)) for name in ("data", "results", "xla")}
         install_datasets(Path(folders["data"]), ["coat", "ml-100k"])
         env = dict(os.environ, ATREC_DATA_DIR=folders["data"],
                    ATREC_RESULTS_DIR=folders["results"], ATREC_COMPILE_CACHE=folders["xla"])
@@ -52,9 +49,6 @@ def main(args: list[str]) -> None:
         print(f"(real Coat and MovieLens 100K, Yahoo-size synthetic data; {os.cpu_count()} "
               f"CPU(s); empty compile cache)", flush=True)
         wall, peak_mb = run(command, env)
-    finally:
-        for folder in folders.values():
-            shutil.rmtree(folder, ignore_errors=True)
     print(f"whole run: {wall:7.1f} s ({wall / 60:.1f} min)  peak RSS {peak_mb:5.0f} MB  "
           f"(goals: {TARGET_S / 60:.0f} min, {TARGET_MB:.0f} MB)", flush=True)
 

@@ -26,17 +26,15 @@ printed, never asserted. Where TensorFlow sees a GPU, the run uses it, and the d
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_datasets, run_child
+from _shared import install_datasets, run_child, scratch_folders
 
 AUTHORS_TABLE1_S = 4402.0          # issue 15: the authors' code, same 2-core machine
 TARGET_S, TARGET_MB = 220.0, 1024.0
@@ -67,27 +65,19 @@ def main(args: list[str]) -> None:
     keep = "--keep" in args
     counts = [a for a in args if a != "--keep"]
     runs = int(counts[0]) if counts else 1
-    folders = [Path(tempfile.mkdtemp(prefix="atrec-bench-t1-data-"))]
-    try:
-        install_datasets(folders[0], ["coat"])
+    with scratch_folders("atrec-bench-t1", keep) as new:
+        data_dir = new("data")
+        install_datasets(data_dir, ["coat"])
         print(f"Table 1 end to end: atrec {' '.join(COMMAND)}")
         print(f"(real Coat, Yahoo-size synthetic data; {os.cpu_count()} CPU(s); "
               f"device: {device()})")
-        folders.append(Path(tempfile.mkdtemp(prefix="atrec-bench-t1-xla-")))
+        cache_dir = new("xla")
         for k in range(runs):
-            folders.append(Path(tempfile.mkdtemp(prefix="atrec-bench-t1-")))
-            wall, peak = one_run(folders[0], folders[1], folders[-1])
+            wall, peak = one_run(data_dir, cache_dir, new(f"results{k + 1}"))
             cache = "empty cache" if k == 0 else "warm cache "
             print(f"run {k + 1} ({cache}): {wall:6.1f} s  peak RSS {peak:5.0f} MB  "
                   f"x{AUTHORS_TABLE1_S / wall:4.1f} vs the authors' {AUTHORS_TABLE1_S:.0f} s  "
                   f"(targets: {TARGET_S:.0f} s, {TARGET_MB:.0f} MB)", flush=True)
-    finally:
-        if keep:
-            print("kept: data, compile cache, results: " + ", ".join(map(str, folders)))
-        else:
-            for folder in folders:
-                shutil.rmtree(folder, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main(sys.argv[1:])
