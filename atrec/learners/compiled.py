@@ -30,7 +30,7 @@ import os
 import threading
 
 from atrec.errors import AtrecError
-from atrec.learners import compilecache
+from atrec.learners import compilecache, tracebacks
 
 BOUND_MB = 2500
 """Above this resident size (MB), a fit that needs a new compiled loop first releases the
@@ -59,10 +59,12 @@ releases = 0            # how many times this process released its loops (for re
 def loop_cache(factory):
     """``functools.cache`` for a function that builds compiled loops, registered so that
     :func:`release` empties it. The loops it returns trace with stable names, so that the
-    compilation cache on disk finds them again (:mod:`atrec.learners.compilecache`)."""
+    compilation cache on disk finds them again (:mod:`atrec.learners.compilecache`), and
+    without Python stack traces on their operations (:mod:`atrec.learners.tracebacks`)."""
     @functools.cache
     def cached(*args, **kwargs):
-        return compilecache.stable(factory(*args, **kwargs), factory, args, kwargs)
+        loop = compilecache.stable(factory(*args, **kwargs), factory, args, kwargs)
+        return tracebacks.without(loop)
 
     functools.update_wrapper(cached, factory)
     _caches.append(cached)
