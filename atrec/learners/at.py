@@ -162,6 +162,11 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
         return (tuple(map(pick, new_p, params)), tuple(map(pick, new_m, m)),
                 tuple(map(pick, new_v, v)), t + tf.cast(active, t.dtype))
 
+    if active.shape[0] == 1:
+        # one replica (a tuning trial; every AT group above Coat's dim 5): not all active is
+        # none active, which keeps the state as it is, so the loop needs one copy of the update,
+        # not two (13-15% less memory per loop held, docs/performance.md)
+        return tf.cond(tf.reduce_all(active), lambda: (*adam(), t + 1), lambda: (params, m, v, t))
     # the update inside both branches: with it outside, XLA turns the conditional into dense
     # selects over whole tables that run at every step
     return tf.cond(tf.reduce_all(active), lambda: (*adam(), t + 1), masked)

@@ -205,7 +205,9 @@ def _first_above(cum, r):
     lo = tf.zeros_like(r)
     hi = tf.fill(tf.shape(r), n - 1)
     for _ in range(max(1, int(np.ceil(np.log2(n))))):
-        mid = (lo + hi) // 2
+        # (lo + hi) // 2 of non-negative values; XLA expands a floor division into several
+        # instructions per step, which a loop held in memory keeps
+        mid = tf.bitwise.right_shift(lo + hi, 1)
         above = tf.gather(cum, mid, batch_dims=1) > r
         hi = tf.where(above, mid, hi)
         lo = tf.where(above, lo, mid + 1)

@@ -285,6 +285,22 @@ def test_zero_survivors_update_nothing_and_roles_use_their_weights(small):
     np.testing.assert_allclose(unweighted[2][0], res.all_params[2][0], rtol=1e-4, atol=1e-6)
 
 
+def test_one_replica_without_survivors_keeps_its_state_bit_for_bit(small):
+    """A call of one replica (chunk 1) takes the update's one-replica form: without survivors
+    its pseudo-labelling steps change nothing, so twice as many of them end in the same bits,
+    and A3's validation loss never moves."""
+    data, _ = small
+    inits = at.initial_params(data.num_users, data.num_items, 5, [0, 1])
+    longer = dataclasses.replace(TINY, iterations=2 * TINY.iterations)
+    runs = [_fit(small, settings=s, epsilon=1e-12, inits=inits, chunk=1) for s in (TINY, longer)]
+    for res in runs:
+        assert (res.trace["n_pseudo"] == 0).all()
+        val = res.trace["val_loss"]
+        assert np.array_equal(val, np.broadcast_to(val[0], val.shape))
+    for got, want in zip(runs[0].all_params, runs[1].all_params):
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
 def test_replicas_without_survivors_do_not_disturb_the_others(small):
     """Replica 1's A2 starts 10 rating points above its A1, so nothing survives there, while
     replica 0 labels freely; replica 0 matches a run of its own."""
