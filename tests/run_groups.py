@@ -31,12 +31,18 @@ NO_TESTS_COLLECTED = 5      # pytest's exit code when a group has nothing to run
 COMPILE_CACHE = ROOT / ".pytest_cache" / "atrec-xla"
 """The tests' compilation cache (``ATREC_COMPILE_CACHE`` unless the caller set it): inside the
 checkout, beside pytest's own cache, so that ``make clean`` removes it with the rest."""
+MEMORY_BOUND_MB = 2500
+"""The tests' ``ATREC_MEMORY_BOUND_MB`` unless the caller set one: a group holds hundreds of
+small loops, and under atrec's default (1,500 MB, for long user runs) it would drop and trace
+them again, which costs time and tests nothing; the tests of the bound set their own."""
 
 
 def suite_environment(environ=os.environ) -> dict:
-    """``environ`` with :data:`COMPILE_CACHE` as ``ATREC_COMPILE_CACHE`` where it names none."""
+    """``environ`` with :data:`COMPILE_CACHE` as ``ATREC_COMPILE_CACHE`` and
+    :data:`MEMORY_BOUND_MB` as ``ATREC_MEMORY_BOUND_MB`` where it names none."""
     env = dict(environ)
     env.setdefault("ATREC_COMPILE_CACHE", str(COMPILE_CACHE))
+    env.setdefault("ATREC_MEMORY_BOUND_MB", str(MEMORY_BOUND_MB))
     return env
 
 

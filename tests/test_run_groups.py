@@ -38,9 +38,11 @@ def test_groups_of_a_tree(tmp_path):
 
 def test_groups_compile_into_the_checkouts_cache_unless_told_otherwise():
     env = run_groups.suite_environment({"PATH": "/bin"})
-    assert env == {"PATH": "/bin", "ATREC_COMPILE_CACHE": str(ROOT / ".pytest_cache" / "atrec-xla")}
-    assert run_groups.suite_environment({"ATREC_COMPILE_CACHE": "off"}) == {
-        "ATREC_COMPILE_CACHE": "off"}
+    assert env == {"PATH": "/bin", "ATREC_COMPILE_CACHE": str(ROOT / ".pytest_cache" / "atrec-xla"),
+                   "ATREC_MEMORY_BOUND_MB": "2500"}
+    assert run_groups.suite_environment({"ATREC_COMPILE_CACHE": "off",
+                                         "ATREC_MEMORY_BOUND_MB": "0"}) == {
+        "ATREC_COMPILE_CACHE": "off", "ATREC_MEMORY_BOUND_MB": "0"}
 
 
 def test_this_process_compiles_into_the_checkouts_cache():

@@ -102,7 +102,8 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
-    with compiled.before_fit(_loop_key(data, spec, inputs)):
+    kind = (data.name, data.num_users, data.num_items, spec.method, spec.with_at)
+    with compiled.before_fit(_loop_key(data, spec, inputs), kind):
         if spec.with_at:
             settings = _at_settings(spec)
             return fit_with_at(method, problem, params, settings), settings.as_dict()

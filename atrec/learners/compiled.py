@@ -9,9 +9,10 @@ every study, so one process piled up gigabytes (``atrec variance --tune``: 7.4 G
 What frees it: dropping the loops (the caches of :func:`loop_cache`) and resetting
 TensorFlow's eager context, whose device owns the compilation cache. :func:`before_fit` does
 that before a fit that needs a loop this process has not compiled since the last release,
-when the process's resident memory is above :func:`bound_mb`, and :func:`retire` does it when
-a planned run will not need the loops it holds again. The next fit of a released shape
-traces it again and loads it from the compilation cache on disk
+when the fit could take the process above :func:`bound_mb`: its resident size now plus
+what the last such fit of its kind kept and the most a fit of its kind went above where it
+ended (:mod:`atrec.learners.memwatch` samples each fit's peak). :func:`retire` does it when a planned run will not need the loops it holds again. The
+next fit of a released shape traces it again and loads it from the compilation cache on disk
 (:mod:`atrec.learners.compilecache`), or compiles it where the cache is off: the same code
 either way, so the same numbers (``tests/learners/test_compiled.py``).
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
@@ -30,22 +31,20 @@ import os
 import threading
 
 from atrec.errors import AtrecError
-from atrec.learners import compilecache, tracebacks
+from atrec.learners import compilecache, memwatch, tracebacks
 
-BOUND_MB = 2500
-"""Above this resident size (MB), a fit that needs a new compiled loop first releases the
-others; the process then peaks at about this plus one compilation (100-400 MB).
+BOUND_MB = 1500
+"""The peak resident size (MB) a process should stay under: a fit that needs a new compiled
+loop first releases the others when its resident size now plus the rise expected of it
+(:func:`expected_rise`: the loop it keeps, its buffers, a compilation) would pass this. A target, not a guarantee:
+a rise not seen yet, or one fit larger than the bound, still goes above it.
 
-A trade of memory for time, measured on Coat's whole tuning (``docs/performance.md``): the
-loops a release drops are made again when a trial needs them (AT on Coat: about 7.4 s to
-compile, 3.8 s to trace and load from the compilation cache on disk), so a low bound pays that
-often. 2,500 MB releases nothing in a Coat tuning (1.95 GB) and
-stops the runs that piled up loops: ``atrec reproduce --tune`` on Coat, ML-100K and Yahoo-size
-data peaked at 2.72 GB (its variance tuning alone had reached 7.4 GB), the Yahoo-size studies of
-``bench_tune.py`` at 2.56 GB (a Yahoo-size tuning had reached 12.5 GB).
-``ATREC_MEMORY_BOUND_MB=1500`` keeps a Coat tuning at 1.60 GB, 2.9 times slower, and ``1000``
-at 1.14 GB, 5.1 times slower. Planned runs
-(``atrec train``) release at no cost instead, family by family (:func:`retire`)."""
+A trade of memory for time (``docs/performance.md``, "Memory of long runs"): the loops a
+release drops are made again when a fit needs them (an AT loop on Coat: about 3.8 s to trace
+and load from the compilation cache on disk, 7.4 s to compile), so a low bound pays that often.
+1,500 MB is issue 15's bound for long runs; a Coat tuning stays under it without a release, a
+Yahoo-size one releases when it holds about eight AT loops. Planned runs (``atrec train``)
+release at no cost instead, family by family (:func:`retire`)."""
 
 BOUND_ENV = "ATREC_MEMORY_BOUND_MB"
 
@@ -53,6 +52,9 @@ _caches: list = []
 _lock = threading.Lock()
 _active = 0             # fits running now (a release waits for none to be running)
 _keys: set = set()      # shapes compiled since the last release
+_grows: dict = {}       # kind of fit -> MB its last fit of a new shape kept (the loop held)
+_overs: dict = {}       # kind of fit -> the most MB a fit of it went above where it ended
+_entered = 0            # fits entered so far (tells whether a fit ran alone)
 releases = 0            # how many times this process released its loops (for reports)
 
 
@@ -71,6 +73,9 @@ def loop_cache(factory):
     return cached
 
 
+rss_mb = memwatch.rss_mb
+
+
 def bound_mb() -> float:
     """:data:`BOUND_MB`, or ``ATREC_MEMORY_BOUND_MB`` (a positive number; ``0``: no bound)."""
     text = os.environ.get(BOUND_ENV, "").strip()
@@ -84,19 +89,6 @@ def bound_mb() -> float:
         raise AtrecError(f"{BOUND_ENV}={text}: give the memory bound in MB (e.g. {BOUND_MB}), "
                          f"or 0 for none")
     return value
-
-
-def rss_mb() -> float:
-    """This process's resident size now (``VmRSS`` of ``/proc/self/status``) in MB; 0 where
-    it cannot be read (no ``/proc``), so that the bound then never releases anything."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def release() -> None:
@@ -144,30 +136,66 @@ def in_families(items, family) -> list:
     return [items[n] for n in order]
 
 
+def expected_rise(kind) -> float:
+    """How far (MB) a fit of ``kind`` that needs a new loop is expected to take the process
+    above where it starts: what the last such fit of ``kind`` kept (its loop; not the first fit
+    of the process, which also keeps TensorFlow's start and first use) plus
+    the most a fit of ``kind`` went above where it ended (buffers, a compilation). For a kind
+    not seen yet, the largest of the kinds seen (0 before any)."""
+    if kind in _grows or kind in _overs:
+        return _grows.get(kind, 0.0) + _overs.get(kind, 0.0)
+    return max((expected_rise(k) for k in set(_grows) | set(_overs)), default=0.0)
+
+
+def _learn(kind, new: bool, watch: memwatch.Peak) -> None:
+    end = rss_mb()
+    first = not (_grows or _overs)      # it also kept TensorFlow's start: not a loop's size
+    _overs[kind] = max(_overs.get(kind, 0.0), watch.peak - max(end, watch.start))
+    if new and not first:
+        _grows[kind] = max(0.0, end - watch.start)
+
+
 class _Fit:
-    def __init__(self, key) -> None:
+    def __init__(self, key, kind) -> None:
         self.key = key
+        self.kind = key if kind is None else kind
+        self.watch: memwatch.Peak | None = None
+        self.serial = -1
+        self.new = False
 
     def __enter__(self):
-        global _active
+        global _active, _entered
         with _lock:
             bound = bound_mb()
+            self.new = self.key not in _keys
             if (bound and _active == 0 and self.key not in _keys and _keys
-                    and rss_mb() > bound):
+                    and rss_mb() + expected_rise(self.kind) > bound):
                 release()
             _keys.add(self.key)
+            _entered += 1
+            if _active == 0:
+                self.serial = _entered
             _active += 1
+        if self.serial >= 0:
+            self.watch = memwatch.Peak().__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         global _active
+        if self.watch is not None:
+            self.watch.__exit__(*exc)
         with _lock:
             _active -= 1
+            if self.watch is not None and _entered == self.serial:     # it ran alone
+                _learn(self.kind, self.new, self.watch)
 
 
-def before_fit(key) -> _Fit:
+def before_fit(key, kind=None) -> _Fit:
     """A context manager around one fit that needs the compiled loops named by ``key`` (any
     hashable naming their shapes: what changes the compiled code, e.g. method, ``dim``, table
     sizes). Entering it releases the loops first (:func:`release`) when ``key`` is new since
-    the last release, the process is above :func:`bound_mb` and no other fit is running."""
-    return _Fit(key)
+    the last release, no other fit is running, and the process's resident size plus the rise
+    expected of a fit of ``kind`` (:func:`expected_rise`; ``kind``: hashable, default ``key``:
+    fits whose memory grows alike, e.g. one dataset and method over every ``dim``) is above
+    :func:`bound_mb`."""
+    return _Fit(key, kind)

@@ -57,7 +57,7 @@ def test_a_finished_family_is_released_and_the_records_do_not_change(tiny_data, 
     before = compiled.releases
     driver.train_plans(_work(tiny_data, tmp_path / "kept"))
     assert compiled.releases == before
-    monkeypatch.delenv("ATREC_MEMORY_BOUND_MB")
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "1000000")  # a bound no fit reaches: retire alone
     driver.train_plans(_work(tiny_data, tmp_path / "released"))
     assert compiled.releases == before + 2                  # after the 1st and the 2nd family
     kept, released = _metrics(tmp_path / "kept"), _metrics(tmp_path / "released")
@@ -71,7 +71,7 @@ def test_retire_keeps_loops_while_a_fit_runs_or_with_no_bound(monkeypatch):
     monkeypatch.setattr(compiled, "_keys", {"a"})
     monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
     assert not compiled.retire() and calls == []
-    monkeypatch.delenv("ATREC_MEMORY_BOUND_MB")
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "1000000")
     with compiled.before_fit("a"):
         assert not compiled.retire() and calls == []       # a fit is running
     assert compiled.retire() and calls == [1]

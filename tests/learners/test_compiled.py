@@ -1,15 +1,18 @@
 """The bound on compiled loops (:mod:`atrec.learners.compiled`): a release drops the loops and
 TensorFlow's context, and the fits after it give the same bits; the policy releases only before
-a new shape, above the bound, with no fit running."""
+a new shape, with no fit running, when the fit could take the process above the bound (its
+resident size plus the rise expected of a fit of its kind, :mod:`atrec.learners.memwatch`)."""
 
 import math
+import time
 
+import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
 from atrec.experiments.params import HyperParams
 from atrec.experiments.runner import validation_loss
-from atrec.learners import at, compiled, mf
+from atrec.learners import at, compiled, memwatch, mf
 from atrec.protocol import ATSettings, TrainSettings
 
 SHORT = TrainSettings(steps=20, batch_size=64)
@@ -41,7 +44,16 @@ def counted(monkeypatch):
     calls = []
     monkeypatch.setattr(compiled, "release", lambda: (calls.append(1), compiled._keys.clear()))
     monkeypatch.setattr(compiled, "_keys", set())
+    monkeypatch.setattr(compiled, "_grows", {})
+    monkeypatch.setattr(compiled, "_overs", {})
     return calls
+
+
+def _hold_mb(mb: int) -> None:
+    """Write ``mb`` MB, keep them for ten samples of the watch, then free them."""
+    block = np.ones(mb * 2**18, np.float32)
+    time.sleep(10 * memwatch.INTERVAL_S)
+    del block
 
 
 def test_a_release_comes_only_before_a_new_shape_above_the_bound(counted, monkeypatch):
@@ -77,3 +89,57 @@ def test_the_bound_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "lots")
     with pytest.raises(AtrecError, match="ATREC_MEMORY_BOUND_MB=lots: give the memory bound"):
         compiled.bound_mb()
+
+
+def test_a_fit_learns_its_rise_and_releases_come_before_it_would_pass_the_bound(counted,
+                                                                               monkeypatch):
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")       # learn, never release
+    with compiled.before_fit("a", kind="big"):
+        _hold_mb(200)                                       # 200 MB up, and back down
+    assert 150 < compiled.expected_rise("big") < 400
+    assert compiled.expected_rise("new kind") == compiled.expected_rise("big")
+
+    now = compiled.rss_mb()
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", str(now + 500))
+    with compiled.before_fit("b", kind="big"):              # now + 200 fits under the bound
+        pass
+    assert counted == []
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", str(now + 100))
+    with compiled.before_fit("c", kind="big"):              # under it now, not with the rise
+        pass
+    assert counted == [1]
+    with compiled.before_fit("d", kind="small"):            # rises its own: none seen yet,
+        pass                                                # so the largest of any kind
+    assert counted == [1, 1]
+    with compiled.before_fit("e", kind="small"):            # "small" rose by about 0 since
+        pass
+    assert counted == [1, 1]
+
+
+def test_fits_that_overlap_learn_no_rise(counted, monkeypatch):
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
+    with compiled.before_fit("a", kind="x"), compiled.before_fit("b", kind="y"):
+        _hold_mb(100)
+    assert compiled.expected_rise("x") == compiled.expected_rise("y") == 0.0
+
+
+def test_the_watch_sees_a_peak_that_is_gone_when_it_ends():
+    with memwatch.Peak() as watch:
+        _hold_mb(200)
+    assert watch.rise > 150 and memwatch.rss_mb() < watch.peak - 150
+
+
+def test_what_a_new_shape_kept_counts_and_the_last_one_is_expected_again(counted, monkeypatch):
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
+    with compiled.before_fit("first", kind="k"):            # what the process's first fit kept
+        kept = [np.ones(300 * 2**18, np.float32)]           # is TensorFlow's start, not a loop
+    assert compiled.expected_rise("k") < 50
+    with compiled.before_fit("a", kind="k"):                # a new shape that keeps 150 MB
+        kept.append(np.ones(150 * 2**18, np.float32))
+    assert 120 < compiled.expected_rise("k") < 250
+    with compiled.before_fit("a", kind="k"):                # a shape held: what it keeps is
+        kept.append(np.ones(150 * 2**18, np.float32))       # not a loop, not counted
+    assert 120 < compiled.expected_rise("k") < 250
+    with compiled.before_fit("b", kind="k"):                # the last new shape kept nothing
+        pass
+    assert compiled.expected_rise("k") < 50
