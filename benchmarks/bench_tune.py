@@ -131,7 +131,7 @@ def main(argv: list[str]) -> None:
               f"{scaled / 60:.1f} min ({how})")
         print(f"{label}: peak RSS of the tuning process so far {peak_mb():.0f} MB "
               f"(target {TARGET_MB:.0f} MB; compiled loops released {compiled.releases} times "
-              f"above {compiled.bound_mb():.0f} MB)")
+              f"to stay under ATREC_MEMORY_BOUND_MB={compiled.bound_mb():.0f})")
         estimate += scaled
         missing += 2 * len(table1_propensities()) - studies
     print(f"whole tuning ({24 - missing} of 24 studies x {DEFAULT_TRIALS} trials, 2 cores): "
