@@ -1,8 +1,8 @@
 """The compiled training loops this process holds, and a bound on the memory they keep.
 
 Every XLA compilation of a loop (a new ``dim``, a new shape) keeps memory resident in the
-process for as long as TensorFlow's eager context lives: about 20 MB for MF-IPS on Coat, 100 MB
-for AT on Coat and 300 MB for AT at Yahoo's size, in TensorFlow's and XLA's own caches.
+process for as long as TensorFlow's eager context lives: about 15 MB for MF-IPS, 50-65 MB for
+AT on Coat and 60-120 MB for AT at Yahoo's size, in TensorFlow's and XLA's own caches.
 Dropping atrec's references to the loops frees none of it. A tuning run visits every ``dim`` of
 every study, so one process piled up gigabytes (``atrec variance --tune``: 7.4 GB).
 
@@ -11,10 +11,11 @@ TensorFlow's eager context, whose device owns the compilation cache. :func:`befo
 that before a fit that needs a loop this process has not compiled since the last release,
 when the fit could take the process above :func:`bound_mb`: its resident size now plus
 what the last such fit of its kind kept and the most a fit of its kind went above where it
-ended (:mod:`atrec.learners.memwatch` samples each fit's peak). :func:`retire` does it when a planned run will not need the loops it holds again. The
-next fit of a released shape traces it again and loads it from the compilation cache on disk
-(:mod:`atrec.learners.compilecache`), or compiles it where the cache is off: the same code
-either way, so the same numbers (``tests/learners/test_compiled.py``).
+ended (:mod:`atrec.learners.memwatch` samples each fit's peak). :func:`retire` does it when a
+planned run will not need the loops it holds again. The next fit of a released shape traces
+it again and loads it from the compilation cache on disk (:mod:`atrec.learners.compilecache`),
+or compiles it where the cache is off: the same code either way, so the same numbers
+(``tests/learners/test_compiled.py``).
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
 
 Tensors and loops made before a release keep working (they hold the old context); a plug-in
@@ -36,15 +37,16 @@ from atrec.learners import compilecache, memwatch, tracebacks
 BOUND_MB = 1500
 """The peak resident size (MB) a process should stay under: a fit that needs a new compiled
 loop first releases the others when its resident size now plus the rise expected of it
-(:func:`expected_rise`: the loop it keeps, its buffers, a compilation) would pass this. A target, not a guarantee:
-a rise not seen yet, or one fit larger than the bound, still goes above it.
+(:func:`expected_rise`: the loop it keeps, its buffers, a compilation) would pass this. A
+target, not a guarantee: a rise not seen yet, or one fit larger than the bound, still goes
+above it.
 
 A trade of memory for time (``docs/performance.md``, "Memory of long runs"): the loops a
 release drops are made again when a fit needs them (an AT loop on Coat: about 3.8 s to trace
 and load from the compilation cache on disk, 7.4 s to compile), so a low bound pays that often.
-1,500 MB is issue 15's bound for long runs; a Coat tuning stays under it without a release, a
-Yahoo-size one releases when it holds about eight AT loops. Planned runs (``atrec train``)
-release at no cost instead, family by family (:func:`retire`)."""
+1,500 MB is issue 15's bound for long runs; a Coat tuning stays under it without a release
+(1.45 GB), a Yahoo-size AT study releases when it holds about seven AT loops (1.46 GB).
+Planned runs (``atrec train``) release at no cost instead, family by family (:func:`retire`)."""
 
 BOUND_ENV = "ATREC_MEMORY_BOUND_MB"
 
@@ -139,9 +141,9 @@ def in_families(items, family) -> list:
 def expected_rise(kind) -> float:
     """How far (MB) a fit of ``kind`` that needs a new loop is expected to take the process
     above where it starts: what the last such fit of ``kind`` kept (its loop; not the first fit
-    of the process, which also keeps TensorFlow's start and first use) plus
-    the most a fit of ``kind`` went above where it ended (buffers, a compilation). For a kind
-    not seen yet, the largest of the kinds seen (0 before any)."""
+    of the process, which also keeps TensorFlow's start and first use) plus the most a fit of
+    ``kind`` went above where it ended (buffers, a compilation). For a kind not seen yet, the
+    largest of the kinds seen (0 before any)."""
     if kind in _grows or kind in _overs:
         return _grows.get(kind, 0.0) + _overs.get(kind, 0.0)
     return max((expected_rise(k) for k in set(_grows) | set(_overs)), default=0.0)
