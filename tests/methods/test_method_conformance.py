@@ -186,14 +186,27 @@ KNOWN_FOR = {
 }
 
 
+def _wide_vectors() -> bool:
+    """Whether this CPU has AVX-512, where the shared departures were measured (Intel Sapphire
+    Rapids). XLA compiles for the host's vector width, and on an AMD EPYC with AVX2 alone
+    (2026-11-25) MF-IPS's stacked and lone fits agree bit for bit in all three KNOWN checks,
+    so there they are expected to pass, not to fail."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+    except OSError:
+        return True
+
+
 def _cases(check: str):
     out = []
     for p in CASES:
         name, with_at = p.values
         reason = KNOWN.get((check, with_at)) or KNOWN_FOR.get((check, name, with_at))
-        # strict where the departure was measured: MF-IPS's shared ones and the per-method ones
+        # strict where the departure was measured: MF-IPS's shared ones (on a CPU with AVX-512)
+        # and the per-method ones
         strict = METHODS.entry(name).origin == BUILT_IN and (
-            name == DEFAULT_METHOD or (check, name, with_at) in KNOWN_FOR)
+            (name == DEFAULT_METHOD and _wide_vectors()) or (check, name, with_at) in KNOWN_FOR)
         out.append(pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(
             strict=strict, reason=DETERMINISM.format(reason))] if reason else []))
     return out
