@@ -102,13 +102,18 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
-    kind = (data.name, data.num_users, data.num_items, spec.method, spec.with_at)
-    with compiled.before_fit(_loop_key(data, spec, inputs), kind):
+    with compiled.before_fit(_loop_key(data, spec, inputs), fit_kind(data, spec)):
         if spec.with_at:
             settings = _at_settings(spec)
             return fit_with_at(method, problem, params, settings), settings.as_dict()
         settings = _settings(spec)
         return method.fit(problem, params, settings), settings.as_dict()
+
+
+def fit_kind(data: RatingData, spec: RunSpec) -> tuple:
+    """Fits whose memory grows alike (:func:`atrec.learners.compiled.before_fit`'s ``kind``): the
+    dataset and its sizes, the method, AT or not; every ``dim`` and setting of them."""
+    return (data.name, data.num_users, data.num_items, spec.method, spec.with_at)
 
 
 def loop_family(data: RatingData, spec: RunSpec) -> tuple:
@@ -117,7 +122,7 @@ def loop_family(data: RatingData, spec: RunSpec) -> tuple:
     propensity or ``lam``, which only change values: configurations of one family share their
     loops (Yahoo's five AT configurations at dim 40 share one). The driver trains a family's
     groups together (:func:`atrec.experiments.driver.train_plans`)."""
-    return (data.name, data.num_users, data.num_items, spec.method, spec.with_at,
+    return (*fit_kind(data, spec),
             repr(_at_settings(spec) if spec.with_at else _settings(spec)), spec.params.dim)
 
 

@@ -170,7 +170,7 @@ class _Fit:
         with _lock:
             bound = bound_mb()
             self.new = self.key not in _keys
-            if (bound and _active == 0 and self.key not in _keys and _keys
+            if (bound and _active == 0 and self.new and _keys
                     and rss_mb() + expected_rise(self.kind) > bound):
                 release()
             _keys.add(self.key)
