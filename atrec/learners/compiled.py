@@ -18,6 +18,10 @@ or compiles it where the cache is off: the same code either way, so the same num
 (``tests/learners/test_compiled.py``).
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
 
+The library pages that importing TensorFlow, tracing and compiling read, and the loops do not
+run, are given back (:mod:`atrec.libpages`) before the process's first fit and after each fit
+that made a new loop, under the same switch (``ATREC_MEMORY_BOUND_MB=0`` keeps them).
+
 Tensors and loops made before a release keep working (they hold the old context); a plug-in
 that caches its own ``tf.function`` objects keeps their memory until it drops them, and may
 register its cache with :func:`loop_cache` to have them dropped too.
@@ -31,8 +35,10 @@ import gc
 import os
 import threading
 
+from atrec import libpages
 from atrec.errors import AtrecError
 from atrec.learners import compilecache, memwatch, tracebacks
+from atrec.tfquiet import import_tensorflow
 
 BOUND_MB = 1500
 """The peak resident size (MB) a process should stay under: a fit that needs a new compiled
@@ -149,12 +155,14 @@ def expected_rise(kind) -> float:
     return max((expected_rise(k) for k in set(_grows) | set(_overs)), default=0.0)
 
 
-def _learn(kind, new: bool, watch: memwatch.Peak) -> None:
-    end = rss_mb()
+def _learn(kind, new: bool, watch: memwatch.Peak, end: float) -> None:
+    """Learn from a fit that ran alone, ``end`` MB resident when it returned: how far it went
+    above that, and, if it made a new loop, what it kept (read now, after the library pages it
+    read were given back)."""
     first = not (_grows or _overs)      # it also kept TensorFlow's start: not a loop's size
     _overs[kind] = max(_overs.get(kind, 0.0), watch.peak - max(end, watch.start))
     if new and not first:
-        _grows[kind] = max(0.0, end - watch.start)
+        _grows[kind] = max(0.0, rss_mb() - watch.start)
 
 
 class _Fit:
@@ -170,6 +178,9 @@ class _Fit:
         with _lock:
             bound = bound_mb()
             self.new = self.key not in _keys
+            if bound and _entered == 0:     # what importing TensorFlow reads, given back
+                import_tensorflow()
+                libpages.give_back()
             if (bound and _active == 0 and self.new and _keys
                     and rss_mb() + expected_rise(self.kind) > bound):
                 release()
@@ -189,7 +200,10 @@ class _Fit:
         with _lock:
             _active -= 1
             if self.watch is not None and _entered == self.serial:     # it ran alone
-                _learn(self.kind, self.new, self.watch)
+                end = rss_mb()
+                if self.new and bound_mb():
+                    libpages.give_back()    # what tracing and compiling the loop read
+                _learn(self.kind, self.new, self.watch, end)
 
 
 def before_fit(key, kind=None) -> _Fit:
