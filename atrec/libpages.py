@@ -15,6 +15,12 @@ process needs. :func:`give_back` asks the kernel to reclaim them (``madvise(MADV
 Linux 5.4 and later) for every read-only mapping of a shared library; a page used again is read
 back from the file. Writable mappings are left alone (their changed pages are not the file's).
 Nothing computed changes: code is the same code wherever it is read from.
+
+The kernel reclaims only pages no other process maps: while another TensorFlow process runs on
+the machine (a second atrec run, Dask workers, a test suite), the library pages both use stay
+resident in each (the machine holds them once), and the resident size of each stays about
+0.3 GB higher (a Yahoo-size AT fit beside a test run: 301-359 MB of file pages, against 22-33 MB
+alone).
 """
 
 from __future__ import annotations
