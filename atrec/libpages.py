@@ -5,8 +5,8 @@ register thousands of kernels and ops, and the first compilation runs LLVM's set
 pages stay resident and count in the process's resident size (RSS) although the training loops
 never run them again. Measured on 2 cores (``docs/performance.md``, "Library pages"): after
 TensorFlow's import and one Coat AT fit, 394 of the process's 937 MB were pages of shared
-libraries (226 MB of ``libtensorflow_cc.so`` at import alone); given back, 77 MB of them came
-back in the next fit, a new loop traced and loaded included.
+libraries (226 MB of ``libtensorflow_cc.so`` at import alone); given back (394 to 4 MB), 73 MB
+of them came back in the next fit, a new loop traced and loaded included.
 
 The kernel would drop such clean, file-backed pages under memory pressure anyway, so this
 changes what the process holds, not what the machine can do; it makes the resident size, the
@@ -26,6 +26,7 @@ alone).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 
 MADV_PAGEOUT = 21
@@ -36,20 +37,16 @@ SLACK_MB = 64.0
 the pages read back after it cost more than so few pages are worth (after a give-back a training
 process keeps about 30 MB of them)."""
 
-_madvise = None
-
-
+@functools.cache
 def _libc_madvise():
-    global _madvise
-    if _madvise is None:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).madvise
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            _madvise = fn
-        except (OSError, AttributeError):
-            _madvise = False
-    return _madvise
+    """libc's ``madvise``, or None where there is none."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def library_ranges(maps_text: str) -> list[tuple[int, int]]:
