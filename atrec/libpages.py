@@ -5,13 +5,14 @@ register thousands of kernels and ops, and the first compilation runs LLVM's set
 pages stay resident and count in the process's resident size (RSS) although the training loops
 never run them again. Measured on 2 cores (``docs/performance.md``, "Library pages"): after
 TensorFlow's import and one Coat AT fit, 394 of the process's 937 MB were pages of shared
-libraries (226 MB of ``libtensorflow_cc.so`` at import alone); given back (394 to 4 MB), 73 MB
-of them came back in the next fit, a new loop traced and loaded included.
+libraries (226 MB of ``libtensorflow_cc.so`` at import alone); given back, 77 MB of them came
+back in the next fit, a new loop traced and loaded included.
 
 The kernel would drop such clean, file-backed pages under memory pressure anyway, so this
 changes what the process holds, not what the machine can do; it makes the resident size, the
 figure users and atrec's memory bound (:mod:`atrec.learners.compiled`) read, say what the
-process needs. :func:`give_back` asks the kernel to reclaim them (``madvise(MADV_PAGEOUT)``,
+process needs. A compilation reads about 0.1 GB of them again (LLVM), so a fit that makes a new
+loop watches them (:class:`Steady`). :func:`give_back` asks the kernel to reclaim them (``madvise(MADV_PAGEOUT)``,
 Linux 5.4 and later) for every read-only mapping of a shared library; a page used again is read
 back from the file. Writable mappings are left alone (their changed pages are not the file's).
 Nothing computed changes: code is the same code wherever it is read from.
@@ -26,7 +27,6 @@ alone).
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 
 MADV_PAGEOUT = 21
@@ -37,16 +37,20 @@ SLACK_MB = 64.0
 the pages read back after it cost more than so few pages are worth (after a give-back a training
 process keeps about 30 MB of them)."""
 
-@functools.cache
+_madvise = None
+
+
 def _libc_madvise():
-    """libc's ``madvise``, or None where there is none."""
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
+    global _madvise
+    if _madvise is None:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).madvise
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            _madvise = fn
+        except (OSError, AttributeError):
+            _madvise = False
+    return _madvise
 
 
 def library_ranges(maps_text: str) -> list[tuple[int, int]]:
@@ -75,6 +79,23 @@ def file_mb() -> float:
     except (OSError, ValueError, IndexError):
         pass
     return 0.0
+
+
+class Steady:
+    """Called often while a new loop is made (tracing, compiling: :mod:`atrec.learners.compiled`
+    calls it on each sample of its memory watch), it gives pages back each time :data:`SLACK_MB`
+    more are resident than after its last give-back, so that a compilation's reads do not pile
+    up, and a working set larger than that is read back at most once per ``SLACK_MB``."""
+
+    def __init__(self) -> None:
+        self.level = file_mb()
+
+    def __call__(self) -> None:
+        now = file_mb()
+        if now > self.level + SLACK_MB and give_back(0.0):
+            self.level = file_mb()
+        elif now < self.level:
+            self.level = now
 
 
 def give_back(above_mb: float = SLACK_MB) -> bool:

@@ -3,11 +3,12 @@ kernel really drops their resident pages, and the compiled-loop policy asks at t
 docstring names."""
 
 import mmap
+import time
 
 import numpy as np
 
 from atrec import libpages
-from atrec.learners import compiled
+from atrec.learners import compiled, memwatch
 
 MAPS = """\
 55d0c0a00000-55d0c0a01000 r--p 00000000 fd:00 11 /usr/bin/python3.11
@@ -66,3 +67,71 @@ def test_the_policy_gives_back_before_the_first_fit_and_after_each_new_loop(monk
     with compiled.before_fit("e"):
         pass
     assert calls == [1, 1, 1]
+
+
+def test_a_steady_watch_gives_back_each_slack_read_and_not_before(monkeypatch):
+    resident = [100.0]
+    asked = []
+
+    def give_back(above_mb=libpages.SLACK_MB):
+        asked.append(resident[0])
+        resident[0] = 30.0                              # what stays after a give-back
+        return True
+
+    monkeypatch.setattr(libpages, "file_mb", lambda: resident[0])
+    monkeypatch.setattr(libpages, "give_back", give_back)
+    steady = libpages.Steady()                          # level: 100 MB when the fit starts
+    for now in (120.0, 150.0, 164.0):
+        resident[0] = now
+        steady()
+    assert asked == []                                  # not SLACK_MB more yet
+    resident[0] = 165.0
+    steady()
+    assert asked == [165.0] and steady.level == 30.0    # read back from 30 MB on
+    resident[0] = 90.0
+    steady()
+    assert asked == [165.0]
+    resident[0] = 95.0
+    steady()
+    assert asked == [165.0, 95.0]
+
+
+def test_the_watch_calls_its_hook_on_every_sample():
+    calls = []
+    with memwatch.Peak(lambda: calls.append(1)):
+        time.sleep(20 * memwatch.INTERVAL_S)
+    assert len(calls) >= 5
+
+
+def test_only_a_fit_that_makes_a_new_loop_watches_its_pages(monkeypatch):
+    made = []
+    monkeypatch.setattr(libpages, "Steady", lambda: made.append(1) or (lambda: None))
+    monkeypatch.setattr(libpages, "give_back", lambda: True)
+    for name, value in (("_keys", set()), ("_grows", {}), ("_overs", {}), ("_entered", 0)):
+        monkeypatch.setattr(compiled, name, value)
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "1000000")
+    with compiled.before_fit("a"):
+        pass
+    assert made == [1]
+    with compiled.before_fit("a"):
+        pass
+    assert made == [1]                                  # a loop held: nothing to read
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
+    with compiled.before_fit("b"):
+        pass
+    assert made == [1]                                  # no bound: atrec leaves memory alone
+
+
+def test_a_failing_hook_is_dropped_and_the_watch_keeps_sampling(monkeypatch):
+    calls = []
+
+    def hook():
+        calls.append(1)
+        raise OSError("no /proc here")
+
+    readings = iter(range(100, 100000))
+    monkeypatch.setattr(memwatch, "rss_mb", lambda: float(next(readings)))
+    with memwatch.Peak(hook) as watch:
+        time.sleep(20 * memwatch.INTERVAL_S)
+    assert calls == [1]                                 # called once, then dropped
+    assert watch.peak > watch.start + 5                 # the samples went on after it

@@ -19,8 +19,9 @@ or compiles it where the cache is off: the same code either way, so the same num
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
 
 The library pages that importing TensorFlow, tracing and compiling read, and the loops do not
-run, are given back (:mod:`atrec.libpages`) before the process's first fit and after each fit
-that made a new loop, under the same switch (``ATREC_MEMORY_BOUND_MB=0`` keeps them).
+run, are given back (:mod:`atrec.libpages`) before the process's first fit, while a fit makes a
+new loop (each time :data:`atrec.libpages.SLACK_MB` more were read: a compilation reads about
+0.1 GB) and after it, under the same switch (``ATREC_MEMORY_BOUND_MB=0`` keeps them).
 
 Tensors and loops made before a release keep working (they hold the old context); a plug-in
 that caches its own ``tf.function`` objects keeps their memory until it drops them, and may
@@ -190,7 +191,8 @@ class _Fit:
                 self.serial = _entered
             _active += 1
         if self.serial >= 0:
-            self.watch = memwatch.Peak().__enter__()
+            steady = libpages.Steady() if self.new and bound_mb() else None
+            self.watch = memwatch.Peak(steady).__enter__()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -35,16 +35,24 @@ def rss_mb() -> float:
 
 class Peak:
     """A context manager: while its block runs, a thread samples :func:`rss_mb`; ``start``,
-    ``peak`` and ``rise`` (``peak - start``, MB) are read after it."""
+    ``peak`` and ``rise`` (``peak - start``, MB) are read after it. ``each``, if given, is called
+    after every sample, on the sampling thread; if it raises, it is dropped and the sampling (the
+    figure the memory bound reads) goes on."""
 
-    def __init__(self) -> None:
+    def __init__(self, each=None) -> None:
         self.start = self.peak = 0.0
+        self._each = each
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def _sample(self) -> None:
         while not self._stop.wait(INTERVAL_S):
             self.peak = max(self.peak, rss_mb())
+            if self._each is not None:
+                try:
+                    self._each()
+                except Exception:  # noqa: BLE001 - a failing hook must not end the sampling
+                    self._each = None
 
     def __enter__(self) -> Self:
         self.start = self.peak = rss_mb()
