@@ -191,7 +191,7 @@ class _Fit:
                 self.serial = _entered
             _active += 1
         if self.serial >= 0:
-            steady = libpages.Steady() if self.new and bound_mb() else None
+            steady = libpages.Steady() if self.new and bound else None
             self.watch = memwatch.Peak(steady).__enter__()
         return self
 
