@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
               or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -92,10 +93,18 @@ def scratch_folders(prefix: str, keep: bool = False):
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_child(argv: list[str], env: dict, on_line=None) -> tuple[float, float, int]:
-    """Run ``argv`` with ``env``: its wall seconds, its own peak RSS in MB (``os.wait4``, the
-    child's rusage, not this process's) and its exit code. Each line of its standard output
-    goes to ``on_line``; without one, the output is discarded."""
+class ChildRun(NamedTuple):
+    """What :func:`run_child` measured of one child process."""
+
+    wall: float      # seconds
+    peak_mb: float   # its own peak RSS (os.wait4: the child's rusage, not this process's)
+    code: int        # exit code
+    cpu_s: float     # user + system CPU seconds of the child and its threads
+
+
+def run_child(argv: list[str], env: dict, on_line=None) -> ChildRun:
+    """Run ``argv`` with ``env`` and measure it (:class:`ChildRun`). Each line of its standard
+    output goes to ``on_line``; without one, the output is discarded."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, env=env, text=True,
                              stdout=subprocess.PIPE if on_line else subprocess.DEVNULL)
@@ -103,7 +112,28 @@ def run_child(argv: list[str], env: dict, on_line=None) -> tuple[float, float, i
         for line in child.stdout:
             on_line(line)
     _, status, usage = os.wait4(child.pid, 0)
-    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    return ChildRun(time.perf_counter() - start, usage.ru_maxrss / 1024,
+                    os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
+
+
+def machine() -> str:
+    """The CPU the figures come from, e.g. ``AMD EPYC (family 26, model 2), 2 cores, AVX-512``:
+    the same command took 253 s on one 2-core machine kind here and 467-652 s on another
+    (``docs/performance.md``), and XLA's code, hence the last bits, follow the vector width."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        import platform
+
+        return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s)"
+    flags = fields.get("flags", "").split()
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return (f"{fields.get('model name', 'unknown CPU')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')}), {os.cpu_count()} CPU(s), {isa}")
 
 
 def run_cases(script: str, cases: list[str], default_cases: list[str], header: str,

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_datasets, run_child, scratch_folders
+from _shared import install_datasets, machine, run_child, scratch_folders
 
 TARGET_S, TARGET_MB = 1200.0, 1536.0      # issue 15: 20 minutes, 1.5 GB
 # The child: atrec's command line, with Yahoo's raw files taken as present for the pipeline
@@ -46,8 +46,8 @@ def main(args: list[str]) -> None:
         env = dict(os.environ, ATREC_DATA_DIR=folders["data"],
                    ATREC_RESULTS_DIR=folders["results"], ATREC_COMPILE_CACHE=folders["xla"])
         print(f"{'TUNE=1 ' if tune else ''}make reproduce end to end: atrec {' '.join(command)}")
-        print(f"(real Coat and MovieLens 100K, Yahoo-size synthetic data; {os.cpu_count()} "
-              f"CPU(s); empty compile cache)", flush=True)
+        print(f"(real Coat and MovieLens 100K, Yahoo-size synthetic data; {machine()}; "
+              f"empty compile cache)", flush=True)
         wall, peak_mb = run(command, env)
     print(f"whole run: {wall:7.1f} s ({wall / 60:.1f} min)  peak RSS {peak_mb:5.0f} MB  "
           f"(goals: {TARGET_S / 60:.0f} min, {TARGET_MB:.0f} MB)", flush=True)
@@ -60,10 +60,10 @@ def run(command: list[str], env: dict) -> tuple[float, float]:
         if line.startswith("["):                   # one line per stage: "[tune      ]  548.7 s"
             print("  " + line.rstrip()[:110], flush=True)
 
-    wall, peak, code = run_child([sys.executable, "-c", CHILD, *command], env, stage)
-    if code not in (0, 4):                         # 4: the check against the paper (see above)
-        raise SystemExit(f"the reproduce run failed (exit {code})")
-    return wall, peak
+    run = run_child([sys.executable, "-c", CHILD, *command], env, stage)
+    if run.code not in (0, 4):                     # 4: the check against the paper (see above)
+        raise SystemExit(f"the reproduce run failed (exit {run.code})")
+    return run.wall, run.peak_mb
 
 
 if __name__ == "__main__":

@@ -17,10 +17,14 @@ invocation: the first run starts with it empty (a user's first run: every loop c
 later runs load the loops the first one kept (a user's later runs). Each row says which.
 
 Printed per run: the wall time, the peak RSS of the process (``os.wait4``: the
-largest resident set of that child), and the speed-up over the authors' code on the same
+largest resident set of that child), the speed-up over the authors' code on the same
 2-core machine, 4,402 s for the whole table (issue 15: 371 s Coat, 307 s Yahoo without AT,
-3,724 s Yahoo with AT). The targets are printed beside them: 220 s (20x) and 1 GB. Figures are
-printed, never asserted. Where TensorFlow sees a GPU, the run uses it, and the device is named.
+3,724 s Yahoo with AT), and how busy the cores were (the child's CPU seconds over wall time x
+cores): the share left idle is all that better overlap of the same work could still win. The
+targets are printed beside them: 220 s (20x) and 1 GB. The header names the CPU, since the same
+run takes 2.5 times as long on one 2-core machine kind as on another (``docs/performance.md``).
+Figures are printed, never asserted. Where TensorFlow sees a GPU, the run uses it, and the
+device is named.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_datasets, run_child, scratch_folders
+from _shared import install_datasets, machine, run_child, scratch_folders
 
 AUTHORS_TABLE1_S = 4402.0          # issue 15: the authors' code, same 2-core machine
 TARGET_S, TARGET_MB = 220.0, 1024.0
@@ -50,15 +54,15 @@ def device() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def one_run(data_dir: Path, cache_dir: Path, results_dir: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one Table-1 run into the empty ``results_dir``, with
-    the compilation cache in ``cache_dir``."""
+def one_run(data_dir: Path, cache_dir: Path, results_dir: Path):
+    """One Table-1 run into the empty ``results_dir``, with the compilation cache in
+    ``cache_dir``: its :class:`_shared.ChildRun`."""
     env = dict(os.environ, ATREC_DATA_DIR=str(data_dir), ATREC_COMPILE_CACHE=str(cache_dir),
                ATREC_RESULTS_DIR=str(results_dir))
-    wall, peak, code = run_child([sys.executable, "-m", "atrec", *COMMAND], env)
-    if code:
-        raise SystemExit(f"the Table-1 run failed (exit {code})")
-    return wall, peak
+    run = run_child([sys.executable, "-m", "atrec", *COMMAND], env)
+    if run.code:
+        raise SystemExit(f"the Table-1 run failed (exit {run.code})")
+    return run
 
 
 def main(args: list[str]) -> None:
@@ -69,15 +73,16 @@ def main(args: list[str]) -> None:
         data_dir = new("data")
         install_datasets(data_dir, ["coat"])
         print(f"Table 1 end to end: atrec {' '.join(COMMAND)}")
-        print(f"(real Coat, Yahoo-size synthetic data; {os.cpu_count()} CPU(s); "
-              f"device: {device()})")
+        print(f"(real Coat, Yahoo-size synthetic data; {machine()}; device: {device()})")
         cache_dir = new("xla")
         for k in range(runs):
-            wall, peak = one_run(data_dir, cache_dir, new(f"results{k + 1}"))
+            run = one_run(data_dir, cache_dir, new(f"results{k + 1}"))
             cache = "empty cache" if k == 0 else "warm cache "
-            print(f"run {k + 1} ({cache}): {wall:6.1f} s  peak RSS {peak:5.0f} MB  "
-                  f"x{AUTHORS_TABLE1_S / wall:4.1f} vs the authors' {AUTHORS_TABLE1_S:.0f} s  "
-                  f"(targets: {TARGET_S:.0f} s, {TARGET_MB:.0f} MB)", flush=True)
+            busy = run.cpu_s / (run.wall * (os.cpu_count() or 1))
+            print(f"run {k + 1} ({cache}): {run.wall:6.1f} s  peak RSS {run.peak_mb:5.0f} MB  "
+                  f"x{AUTHORS_TABLE1_S / run.wall:4.1f} vs the authors' {AUTHORS_TABLE1_S:.0f} s  "
+                  f"cores busy {busy:4.0%}  (targets: {TARGET_S:.0f} s, {TARGET_MB:.0f} MB)",
+                  flush=True)
 
 if __name__ == "__main__":
     main(sys.argv[1:])
