@@ -14,7 +14,8 @@ figure users and atrec's memory bound (:mod:`atrec.learners.compiled`) read, say
 process needs. A compilation reads about 0.1 GB of them again (LLVM), so a fit that makes a
 new loop watches them (:class:`Steady`). :func:`give_back` asks the kernel to reclaim them
 (``madvise(MADV_PAGEOUT)``, Linux 5.4 and later) for every read-only mapping of a shared
-library; a page used again is read back from the file. Writable mappings are left alone (their changed pages are not the file's).
+library; a page used again is read back from the file. Writable mappings are left alone (their
+changed pages are not the file's).
 Nothing computed changes: code is the same code wherever it is read from.
 
 The kernel reclaims only pages no other process maps: while another TensorFlow process runs on

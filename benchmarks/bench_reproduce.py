@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_datasets, machine, run_child, scratch_folders
+from _shared import ChildRun, install_datasets, machine, run_child, scratch_folders
 
 TARGET_S, TARGET_MB = 1200.0, 1536.0      # issue 15: 20 minutes, 1.5 GB
 # The child: atrec's command line, with Yahoo's raw files taken as present for the pipeline
@@ -48,22 +48,23 @@ def main(args: list[str]) -> None:
         print(f"{'TUNE=1 ' if tune else ''}make reproduce end to end: atrec {' '.join(command)}")
         print(f"(real Coat and MovieLens 100K, Yahoo-size synthetic data; {machine()}; "
               f"empty compile cache)", flush=True)
-        wall, peak_mb = run(command, env)
-    print(f"whole run: {wall:7.1f} s ({wall / 60:.1f} min)  peak RSS {peak_mb:5.0f} MB  "
-          f"(goals: {TARGET_S / 60:.0f} min, {TARGET_MB:.0f} MB)", flush=True)
+        done = run(command, env)
+    print(f"whole run: {done.wall:7.1f} s ({done.wall / 60:.1f} min)  "
+          f"peak RSS {done.peak_mb:5.0f} MB  (goals: {TARGET_S / 60:.0f} min, {TARGET_MB:.0f} MB)",
+          flush=True)
 
 
-def run(command: list[str], env: dict) -> tuple[float, float]:
-    """Run atrec ``command`` in a child (:data:`CHILD`), printing its stage lines; its wall
-    seconds and peak RSS (MB)."""
+def run(command: list[str], env: dict) -> ChildRun:
+    """Run atrec ``command`` in a child (:data:`CHILD`), printing its stage lines; what
+    :func:`_shared.run_child` measured of it."""
     def stage(line: str) -> None:
         if line.startswith("["):                   # one line per stage: "[tune      ]  548.7 s"
             print("  " + line.rstrip()[:110], flush=True)
 
-    run = run_child([sys.executable, "-c", CHILD, *command], env, stage)
-    if run.code not in (0, 4):                     # 4: the check against the paper (see above)
-        raise SystemExit(f"the reproduce run failed (exit {run.code})")
-    return run.wall, run.peak_mb
+    child = run_child([sys.executable, "-c", CHILD, *command], env, stage)
+    if child.code not in (0, 4):                   # 4: the check against the paper (see above)
+        raise SystemExit(f"the reproduce run failed (exit {child.code})")
+    return child
 
 
 if __name__ == "__main__":

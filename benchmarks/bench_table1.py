@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_datasets, machine, run_child, scratch_folders
+from _shared import ChildRun, install_datasets, machine, run_child, scratch_folders
 
 AUTHORS_TABLE1_S = 4402.0          # issue 15: the authors' code, same 2-core machine
 TARGET_S, TARGET_MB = 220.0, 1024.0
@@ -54,9 +54,9 @@ def device() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def one_run(data_dir: Path, cache_dir: Path, results_dir: Path):
+def one_run(data_dir: Path, cache_dir: Path, results_dir: Path) -> ChildRun:
     """One Table-1 run into the empty ``results_dir``, with the compilation cache in
-    ``cache_dir``: its :class:`_shared.ChildRun`."""
+    ``cache_dir``: what :func:`_shared.run_child` measured of it."""
     env = dict(os.environ, ATREC_DATA_DIR=str(data_dir), ATREC_COMPILE_CACHE=str(cache_dir),
                ATREC_RESULTS_DIR=str(results_dir))
     run = run_child([sys.executable, "-m", "atrec", *COMMAND], env)
