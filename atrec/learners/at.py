@@ -137,8 +137,9 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
     their state (``active`` [R] bool, None = all). ``t`` [R] counts each replica's updates.
     ``ctx`` goes to a learner that ``takes_context``. ``weights`` None: all 1, a constant made
     inside the update, which TensorFlow names the same in every trace, so that the compilation
-    cache finds the loop again (:mod:`atrec.learners.compilecache`); a constant from outside a
-    conditional update is copied in under a name numbered by a counter of TensorFlow's own."""
+    cache finds the loop again (:mod:`atrec.learners.compilecache`); a constant from outside the
+    update's loop (:func:`_in_place_if`) is copied in under a name numbered by a counter of
+    TensorFlow's own."""
 
     def adam(state):
         params, m, v, t = state
@@ -181,7 +182,7 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
 def _in_place_if(pred, body, state: tuple) -> tuple:
     """``body(state)`` where the scalar ``pred`` holds, else ``state``, as a loop of 0 or 1
     trips. The same arithmetic as a ``tf.cond``, but XLA updates a loop's state in place, where
-    for a conditional it copied every table, Adam moment of each learner into the loop's state
+    for a conditional it copied every table and Adam moment of each learner into the loop's state
     at every pseudo-labelling step (about 8% of a Yahoo-size AT seed, docs/performance.md)."""
     trips = tf.cast(pred, tf.int32)
     return tf.while_loop(lambda i, _: i < trips, lambda i, s: (i + 1, body(s)),
