@@ -118,7 +118,7 @@ def run_child(argv: list[str], env: dict, on_line=None) -> ChildRun:
 
 def machine() -> str:
     """The CPU the figures come from, e.g. ``AMD EPYC (family 26, model 2), 2 CPU(s), AVX-512``:
-    the same command took 253 s on one 2-core machine kind here and 467-652 s on another
+    the same command takes twice as long or more on one 2-core machine kind as on another
     (``docs/performance.md``), and XLA's code, hence the last bits, follow the vector width."""
     fields: dict[str, str] = {}
     try:
