@@ -39,9 +39,12 @@ reproduce: $(STAMP)
 bench: $(STAMP)
 	$(PYTHON) benchmarks/run.py
 
+# ruff, then the layer contract of setup.cfg (import-linter, from the dev extra;
+# docs/architecture.md): a module never imports from a layer above its own.
 lint: $(STAMP)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check ruff
 	$(PYTHON) -m ruff check atrec tests benchmarks examples
+	lint-imports
 
 clean:
 	rm -rf .make build dist *.egg-info examples/plugin/*.egg-info .pytest_cache

@@ -15,23 +15,24 @@ import os
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.runtime import settings
 
-DATA_ENV = "ATREC_DATA_DIR"
-RESULTS_ENV = "ATREC_RESULTS_DIR"
+DATA_ENV = settings.DATA_DIR_ENV
+RESULTS_ENV = settings.RESULTS_DIR_ENV
 
 
 def data_dir() -> Path:
     """Root folder of downloaded and preprocessed datasets."""
-    return _folder(DATA_ENV, "data", "data")
+    return _folder(DATA_ENV, settings.current().data_dir, "data", "data")
 
 
 def results_dir() -> Path:
     """Root folder of result records, studies, tables and figures."""
-    return _folder(RESULTS_ENV, "results", "results")
+    return _folder(RESULTS_ENV, settings.current().results_dir, "results", "results")
 
 
-def _folder(env: str, default: str, what: str) -> Path:
-    path = Path(os.environ.get(env) or default)
+def _folder(env: str, value: str, default: str, what: str) -> Path:
+    path = Path(value or default)
     blocker = _non_folder(path)
     if blocker is not None:
         raise AtrecError(f"the {what} folder {path} cannot be used: {blocker} is not a folder; "

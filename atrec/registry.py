@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from atrec.errors import AtrecError
+from atrec.names import expand
 
 BUILT_IN = "built-in"
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")  # "1bit-mc" (BASELINES.md) starts with a digit
@@ -118,8 +119,6 @@ class Registry:
         ``allowed`` (default: all); ``all`` stands for ``every`` (default ``allowed``). A name
         that a broken plug-in would have provided gets that
         plug-in's line (:meth:`entry`); any other unknown name the list of choices."""
-        from atrec.names import expand
-
         allowed = self.names() if allowed is None else allowed
         for value in values:
             for part in str(value).split(","):

@@ -59,11 +59,11 @@ def _problem(data, propensity: str):
 
 def run_case(case: str) -> None:
     """Train one case twice and print one line ending in ``warm=<s> cpu=<s>`` for the driver."""
-    from atrec.experiments.params import HyperParams, get_params
     from atrec.methods.registry import get_method
     from atrec.methods.tri_training import fit_with_at
     from atrec.names import NO_PROPENSITY
     from atrec.protocol import ATSettings, TrainSettings
+    from atrec.results.params import HyperParams, get_params
 
     kind, name = case.split(":")
     with_at = kind == "coat-at"

@@ -12,7 +12,7 @@ Yahoo's users, items, ratings and test size, its rating skew and a log-normal po
 as the processed ``yahoo`` store of a temporary data folder, so the command trains it with the
 published Yahoo parameters of every configuration.
 
-The runs share one compilation cache folder (:mod:`atrec.learners.compilecache`), new for each
+The runs share one compilation cache folder (:mod:`atrec.runtime.compilecache`), new for each
 invocation: the first run starts with it empty (a user's first run: every loop compiled), the
 later runs load the loops the first one kept (a user's later runs). Each row says which.
 

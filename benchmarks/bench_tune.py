@@ -18,7 +18,7 @@ objective (``atrec.tuning.study.tune``, 500-step runs on the seed-12345 split):
   fair but not exact. ``--yahoo-full`` runs all 12 studies.
 
 Memory: the process's peak RSS (``ru_maxrss``) is printed after each dataset, with how many times
-it released its compiled loops (:mod:`atrec.learners.compiled`, bound ``ATREC_MEMORY_BOUND_MB``).
+it released its compiled loops (:mod:`atrec.runtime.compiled`, bound ``ATREC_MEMORY_BOUND_MB``).
 
 Studies with AT are timed only when ``atrec.learners.at`` provides the AT learner; otherwise they are
 reported as not run. TensorFlow may warn about retracing: each new ``dim`` is a new shape.
@@ -40,8 +40,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from _shared import shared_dataset, yahoo_size_data  # noqa: E402
 
-from atrec.learners import compiled
 from atrec.propensity.registry import table1_propensities
+from atrec.runtime import compiled
 from atrec.tuning import DEFAULT_TRIALS, TuneRequest, WorkerSettings, run_study, tune
 
 TARGET_S = 600.0

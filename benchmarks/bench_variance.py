@@ -2,7 +2,7 @@
 
     python benchmarks/bench_variance.py
 
-Runs ``atrec.experiments.variance.run_variance`` on the real ML-100K copy (``../shared/data``) for
+Runs ``atrec.workflows.variance.run_variance`` on the real ML-100K copy (``../shared/data``) for
 min_items 1 and 50 (the largest and the smallest data), the default parameter set, each case in
 a fresh temporary results folder: MF-IPS (500 steps) and AT (150 and 500 pre-training steps)
 with one data draw for 20 seeds (trained stacked), and AT with a data draw per seed (3 seeds;
@@ -33,8 +33,8 @@ CASES = [  # label, with AT, AT pre-training steps, data draw, seeds
 
 
 def main() -> None:
-    from atrec.experiments.variance import VarianceRequest, protocol_settings, run_variance
     from atrec.reporting.tables import render
+    from atrec.workflows.variance import VarianceRequest, protocol_settings, run_variance
 
     data = shared_dataset("ml-100k")
     rows = []

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from atrec.evaluation.summary import load_summary
-from atrec.experiments.records import record_path, save_record
+from atrec.results.records import record_path, save_record
 
 SEEDS = (0, 1, 2, 3, 4)
 WITHOUT = (-0.02, -0.01, 0.0, 0.01, 0.02)

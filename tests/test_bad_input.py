@@ -23,7 +23,7 @@ from conftest import SHARED
 from synthetic_records import make_record
 
 from atrec.cli import main
-from atrec.experiments.records import record_path
+from atrec.results.records import record_path
 
 GOOD_METRICS = {"mae": 0.8, "mse": 1.1, "ndcg3_paper": 0.3, "ndcg3_standard": 0.6,
                 "best_step": 3, "best_val_loss": 1.0}
@@ -233,7 +233,7 @@ def test_bad_input(case: Case, coat_dir, tmp_path, monkeypatch):
     if not case.changes:
         assert after == before
     else:  # the corrupt record was recomputed: valid now, and the data folder untouched
-        from atrec.experiments.records import load_record
+        from atrec.results.records import load_record
 
         assert after[0] == before[0] and after[2] == before[2]
         load_record(record_path("coat", "item", "published", 0, results))

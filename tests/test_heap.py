@@ -1,4 +1,4 @@
-"""How atrec keeps the process's memory (:mod:`atrec.heap`): glibc's heaps and TensorFlow's CPU
+"""How atrec keeps the process's memory (:mod:`atrec.runtime.heap`): glibc's heaps and TensorFlow's CPU
 allocator, each checked in a fresh process, since both are fixed when a process starts."""
 
 import os
@@ -51,7 +51,7 @@ def test_tensorflow_gives_back_a_freed_tensor_unless_the_user_chose_onednn(env, 
     pool keeps it."""
     code = f"""
 import ctypes, os, atrec
-from atrec.tfquiet import import_tensorflow
+from atrec.runtime.tfquiet import import_tensorflow
 tf = import_tensorflow()
 def anon_mb():
     for line in open("/proc/self/status"):

@@ -1,4 +1,4 @@
-"""Library pages given back (:mod:`atrec.libpages`): which mappings count as a library's, the
+"""Library pages given back (:mod:`atrec.runtime.libpages`): which mappings count as a library's, the
 kernel really drops their resident pages, and the compiled-loop policy asks at the moments its
 docstring names."""
 
@@ -7,8 +7,7 @@ import time
 
 import numpy as np
 
-from atrec import libpages
-from atrec.learners import compiled, memwatch
+from atrec.runtime import compiled, libpages, memwatch
 
 MAPS = """\
 55d0c0a00000-55d0c0a01000 r--p 00000000 fd:00 11 /usr/bin/python3.11

@@ -46,7 +46,7 @@ def test_groups_compile_into_the_checkouts_cache_unless_told_otherwise():
 
 
 def test_this_process_compiles_into_the_checkouts_cache():
-    from atrec.learners import compilecache
+    from atrec.runtime import compilecache
 
     if os.environ.get("ATREC_COMPILE_CACHE") != str(run_groups.COMPILE_CACHE):
         pytest.skip("ATREC_COMPILE_CACHE was set by the caller")

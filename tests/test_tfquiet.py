@@ -1,5 +1,5 @@
 """TensorFlow's Python-side retracing warning is dropped unless the user asks for every message
-(atrec.tfquiet); other warnings pass."""
+(atrec.runtime.tfquiet); other warnings pass."""
 
 import os
 import subprocess
@@ -7,7 +7,7 @@ import sys
 
 CODE = """
 import logging
-from atrec.tfquiet import import_tensorflow
+from atrec.runtime.tfquiet import import_tensorflow
 tf = import_tensorflow()
 for n in range(1, 9):            # a new function per shape, as a tuning run compiles per dim
     tf.function(lambda x: x + 1)(tf.zeros([n]))

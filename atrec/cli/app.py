@@ -10,8 +10,12 @@ import sys
 
 import click
 
-from atrec import __version__
+from atrec._version import __version__
 from atrec.errors import AtrecError
+from atrec.methods.registry import METHODS
+from atrec.names import TABLE_DATASETS, expand
+from atrec.propensity.builtin import BUILT_IN
+from atrec.propensity.registry import PROPENSITIES, propensity_names, table1_propensities
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
@@ -75,8 +79,6 @@ def main() -> None:
 
 def table_datasets(values: tuple[str, ...]) -> list[str] | None:
     """``--dataset`` values of report/check (yahoo, coat, all); ``None`` when none were given."""
-    from atrec.names import TABLE_DATASETS, expand
-
     return expand(values, TABLE_DATASETS, "dataset") or None
 
 
@@ -89,8 +91,6 @@ def methods_option(default: str | None = "mf-ips", help: str = METHOD_HELP):
 
 def expand_methods(values) -> list[str]:
     """``--method`` values as registered method names (``all`` = every registered one)."""
-    from atrec.methods.registry import METHODS
-
     return METHODS.expand(values)
 
 
@@ -112,16 +112,12 @@ def echo_notes(notes, prefix: str = "note") -> None:
 def expand_propensities(values) -> list[str]:
     """``--propensity`` values as selectable registered estimators. ``all`` is the paper's six
     (Table 1's rows, which every parameter set covers); other estimators are named."""
-    from atrec.propensity.registry import PROPENSITIES, propensity_names, table1_propensities
-
     return PROPENSITIES.expand(values, propensity_names(), every=table1_propensities())
 
 
 def builtin_propensities() -> list[str]:
     """The ``--propensity`` values atrec itself registers (plug-ins are loaded only when used,
     so that ``--help`` imports none of them)."""
-    from atrec.propensity.builtin import BUILT_IN
-
     return [cls.name for cls in BUILT_IN if cls.selectable]
 
 

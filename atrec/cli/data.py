@@ -5,6 +5,11 @@ from __future__ import annotations
 import click
 
 from atrec.cli.app import FORMATS, friendly_errors, main
+from atrec.data.datastats import data_stats, stats_rows
+from atrec.data.download import download_many
+from atrec.data.preprocess import preprocess_many
+from atrec.paths import require_writable
+from atrec.reporting.tables import render
 
 
 @main.command("download")
@@ -23,9 +28,6 @@ def download(name: str, source: str | None, force: bool, quiet: bool) -> None:
     Webscope, then run 'atrec download yahoo --source PATH' (PATH: the archive, or a folder
     holding the two .txt files). Data folder: ./data or $ATREC_DATA_DIR.
     """
-    from atrec.data.download import download_many
-    from atrec.paths import require_writable
-
     require_writable("data")
 
     for result in download_many(name, source=source, quiet=quiet, force=force):
@@ -46,11 +48,6 @@ def preprocess(name: str, fmt: str, quiet: bool) -> None:
     table gives users, items, ratings, sparsity (train ratings / (users x items)), mean rating
     of train and test, and KL(train || test) of the rating shares.
     """
-    from atrec.data.datastats import data_stats, stats_rows
-    from atrec.data.preprocess import preprocess_many
-    from atrec.paths import require_writable
-    from atrec.reporting.tables import render
-
     require_writable("data")
     rows = stats_rows([data_stats(d) for d in preprocess_many(name, quiet=quiet)])
     click.echo(render(rows, fmt))

@@ -10,8 +10,20 @@ import click
 
 from atrec.cli.app import FORMATS, SCHEDULER_OPTION, TuneProgress, echo_notes, friendly_errors, main
 from atrec.errors import AtrecError
+from atrec.experiments.seeds import parse_seeds
 from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
 from atrec.paths import require_writable
+from atrec.reporting.tables import render
+from atrec.workflows.pipeline import reproduce
+from atrec.workflows.variance import (
+    VarianceRequest,
+    describe_params,
+    describe_settings,
+    parse_min_items,
+    protocol_settings,
+    run_variance,
+    variance_rows,
+)
 
 
 @main.command("variance")
@@ -60,18 +72,6 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
     parameter set used is named on standard error. Example: atrec variance --min-items 1,50
     --seeds 5
     """
-    from atrec.experiments.seeds import parse_seeds
-    from atrec.experiments.variance import (
-        VarianceRequest,
-        describe_params,
-        describe_settings,
-        parse_min_items,
-        protocol_settings,
-        run_variance,
-        variance_rows,
-    )
-    from atrec.reporting.tables import render
-
     if tune and params not in ("default", "tuned"):
         raise AtrecError(f"--tune writes the tuned set and trains with it: drop --params {params}")
     settings, at_settings = protocol_settings(steps, pre_steps)
@@ -119,8 +119,6 @@ def reproduce_command(tune, seeds, trials, variance, baselines, scheduler, quiet
     --baselines adds the baselines of issue 14 (make reproduce BASELINES=1). Exit code 4 when
     the check against the paper fails.
     """
-    from atrec.experiments.pipeline import reproduce
-
     require_writable("results")
     require_writable("data")
     result = reproduce(tune=tune, seeds=seeds, trials=trials, variance=variance, echo=click.echo,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from atrec.cli.app import echo_notes, friendly_errors, main
+from atrec.reporting.export import export_runs
 
 
 def _split(values) -> list[str] | None:
@@ -38,8 +39,6 @@ def export_command(fmt, datasets, methods, params, output) -> None:
 
     The same table as atrec.load_runs() in Python; records are read from <results>/runs.
     """
-    from atrec.export import export_runs
-
     text, n = export_runs(fmt, output, None, _split(datasets), _split(methods), _split(params))
     if text is not None:
         click.echo(text, nl=False)

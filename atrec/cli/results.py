@@ -3,6 +3,7 @@ registries hold."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -18,7 +19,12 @@ from atrec.cli.app import (
     table_datasets,
 )
 from atrec.limits import MAX_SEEDS
+from atrec.methods.catalogue import catalogue_rows
 from atrec.paths import require_writable
+from atrec.reporting.benchmark import benchmark_report
+from atrec.reporting.check import check, render_check
+from atrec.reporting.report import report
+from atrec.reporting.tables import render
 
 # the benchmark's parameter sets, in order of preference per method: the authors' MF-IPS values,
 # then the baselines tuned by atrec, then their own authors' values, then the user's tuning
@@ -71,8 +77,6 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     if figures and table == "paper":
         require_writable("results")  # checked before the tables are computed, not at the end
     if table == "benchmark":
-        from atrec.reporting.benchmark import benchmark_report
-
         out = benchmark_report(datasets=table_datasets(datasets),
                                params=params or BENCHMARK_PARAMS, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
@@ -80,8 +84,6 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
         click.echo(out.text)
         echo_notes(out.notices)
         return
-    from atrec.reporting.report import report
-
     out = report(datasets=table_datasets(datasets), fmt=fmt, std=std, ndcg=ndcg or "paper",
                  compare=compare,
                  stats=stats, claims=claims, significance=significance, figures=figures,
@@ -112,10 +114,8 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds)
     """Regression gate: compare your results with the published Table 1 and the paper's claims.
 
     Exit code 0 only when every selected cell is within tolerance and every gating claim holds;
-    4 otherwise (tolerances and gating claims: see 'atrec.evaluation.check').
+    4 otherwise (tolerances and gating claims: see 'atrec.reporting.check').
     """
-    from atrec.evaluation.check import check, render_check
-
     result = check(None, table_datasets(datasets), params, allow_missing=allow_missing,
                    expected_seeds=expected_seeds, method=one_method(methods))
     click.echo(render_check(result, fmt))
@@ -135,13 +135,8 @@ def methods_command(fmt) -> None:
 
     Broken plug-ins are named on standard error with what to do; atrec keeps working.
     """
-    from atrec.methods.catalogue import catalogue_rows
-    from atrec.reporting.tables import render
-
     methods, propensities, problems = catalogue_rows()
     if fmt == "json":
-        import json
-
         click.echo(json.dumps({"methods": methods, "propensities": propensities,
                                "problems": problems}, indent=1))
     else:

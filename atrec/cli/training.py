@@ -19,17 +19,21 @@ from atrec.cli.app import (
     run_opts,
     selection_options,
 )
+from atrec.experiments.seeds import parse_seeds
+from atrec.experiments.training import TrainRequest, train
+from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
+from atrec.names import TABLE_DATASETS, expand
 from atrec.paths import require_writable
+from atrec.protocol import AUTHORS_BATCH_SEED
+from atrec.reporting.tables import render
+from atrec.results.params import tuned_params_path
+from atrec.tuning import TuneRequest, tune
+from atrec.tuning import outcome_rows as tune_rows
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
                    batch_seed, loss, download, **_output_and_scheduler):
-    from atrec.experiments.seeds import parse_seeds
-    from atrec.experiments.training import TrainRequest
-    from atrec.names import TABLE_DATASETS, expand
-    from atrec.protocol import AUTHORS_BATCH_SEED
-
     at_options = [False, True] if with_at == without_at else [with_at]
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
@@ -40,12 +44,9 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
 
 
 def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
-    from atrec.experiments.training import outcome_rows, train
-    from atrec.reporting.tables import render
-
     echo = None if quiet else functools.partial(click.echo, err=True)
     outcomes = train(request, scheduler=scheduler, echo=echo)
-    click.echo(render(outcome_rows(outcomes), fmt))
+    click.echo(render(train_rows(outcomes), fmt))
 
 
 @main.command("train")
@@ -102,11 +103,6 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at --trials 25
     """
-    from atrec.experiments.params import tuned_params_path
-    from atrec.names import TABLE_DATASETS, expand
-    from atrec.reporting.tables import render
-    from atrec.tuning import TuneRequest, outcome_rows, tune
-
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
@@ -120,7 +116,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
                         notice=None if quiet else functools.partial(click.echo, err=True))
     finally:
         bars.close()
-    click.echo(render(outcome_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
+    click.echo(render(tune_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
                       numparse=False))
     if not quiet:
         echo_notes([f"best parameters merged into {tuned_params_path()} (use --params tuned)"])

@@ -27,6 +27,8 @@ from atrec.data.sources import ARCHIVE_SUFFIXES, stage_from_archive, stage_from_
 from atrec.errors import AtrecError, DataError
 from atrec.fileio import make_folder, temp_folder
 from atrec.paths import data_dir
+from atrec.runtime import settings
+from atrec.runtime.settings import source_env  # noqa: F401  (re-exported)
 
 DOWNLOAD_TIMEOUT_S = 60
 
@@ -63,11 +65,6 @@ def progress_bar(length: int | None, label: str, quiet: bool = False):
     if quiet or not sys.stdout.isatty():
         return _SilentBar()
     return click.progressbar(length=length, label=label, file=sys.stderr)
-
-
-def source_env(name: str) -> str:
-    """The environment variable naming a local copy of ``name`` (``ATREC_COAT_SOURCE``, ...)."""
-    return "ATREC_" + name.upper().replace("-", "_") + "_SOURCE"
 
 
 def download(name: str, source: str | Path | None = None, quiet: bool = False,
@@ -153,7 +150,7 @@ def _download_into(spec: DatasetSpec, raw: Path, parent: Path, source, quiet: bo
 
 def env_source(name: str) -> str | None:
     """The local copy of ``name`` that ``ATREC_<NAME>_SOURCE`` names, or ``None`` when unset."""
-    return os.environ.get(source_env(name)) or None
+    return settings.current().source(name)
 
 
 def download_from_env(name: str, quiet: bool = False) -> DownloadResult:

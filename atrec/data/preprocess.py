@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atrec import __version__
+from atrec._version import __version__
 from atrec.data.catalogue import get_spec, raw_dir, raw_present, resolve_names
 from atrec.data.integrity import read_bytes, sha256_hex, verify_file
 from atrec.data.ratings import RatingData, Ratings

@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
-from scipy import stats
 
 from atrec.evaluation.summary import Summary
 from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, NO_PROPENSITY
@@ -98,6 +97,8 @@ def compare_paired(a: Mapping[int, float], b: Mapping[int, float],
         if np.all(diff == 0):
             t_stat, t_p, w_stat, w_p = 0.0, 1.0, 0.0, 1.0
         else:
+            from scipy import stats  # 1.5 s to import: only where a test is run
+
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 t = stats.ttest_rel(y, x)

@@ -11,8 +11,8 @@ averaged together: a summary holds one parameter set, chosen by its label (see
 :func:`resolve_params_label`). A cell with fewer seeds than requested is kept and reported with a
 warning in :attr:`Summary.warnings`; it is not an error.
 
-The records come from :func:`atrec.experiments.records.iter_records`; their format is described in
-:mod:`atrec.experiments.records`.
+The records come from :func:`atrec.results.records.iter_records`; their format is described in
+:mod:`atrec.results.records`.
 """
 
 from __future__ import annotations
@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from atrec.errors import AtrecError
-from atrec.experiments.params import NAMED_SETS, PUBLISHED
-from atrec.experiments.records import iter_records, params_label, record_label
 from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TABLE_DATASETS, TRACE_NAMES  # noqa: F401
 from atrec.propensity.registry import propensity_order
+from atrec.results.params import NAMED_SETS, PUBLISHED
+from atrec.results.records import iter_records, params_label, record_label
 
 TRACE_KEYS = TRACE_NAMES   # the AT traces a summary stacks (atrec.names)
 EXPECTED_SEEDS = 20
@@ -39,10 +38,10 @@ EXPECTED_SEEDS = 20
 def resolve_params_label(params: str) -> str:
     """The folder label of a ``--params`` value: ``published``, ``tuned``, or a file's label.
 
-    A file path is labelled as :func:`atrec.experiments.params.load_param_table` labels it when training
-    (``file:<absolute path>`` hashed by :func:`atrec.experiments.records.params_label`); an already formed
+    A file path is labelled as :func:`atrec.results.params.load_param_table` labels it when training
+    (``file:<absolute path>`` hashed by :func:`atrec.results.records.params_label`); an already formed
     ``file-<hash>`` label is returned unchanged. A protocol variant suffix (``published+ips``,
-    ``tuned+per-seed``, see :func:`atrec.experiments.records.variant_suffix`) is kept.
+    ``tuned+per-seed``, see :func:`atrec.results.records.variant_suffix`) is kept.
     """
     if "+" in params and not Path(params).exists():
         base, _, variant = params.partition("+")
@@ -103,6 +102,8 @@ class Cell:
         """t-based 95% confidence interval of the mean; ``(nan, nan)`` with fewer than two seeds."""
         if self.n < 2:
             return (math.nan, math.nan)
+        from scipy import stats  # 1.5 s to import: only where an interval is asked for
+
         half = float(stats.t.ppf(0.975, self.n - 1)) * self.se
         return (self.mean - half, self.mean + half)
 

@@ -28,10 +28,10 @@ from atrec.errors import AtrecError
 from atrec.experiments import interrupt
 from atrec.experiments.driver import POLL_S, by_family
 from atrec.experiments.locks import Holder
+from atrec.experiments.plan import TrainRequest, plan_request
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.records import provenance
 from atrec.experiments.runner import ConfigOutcome, ConfigPlan, compute_group
-from atrec.experiments.training import TrainRequest, plan_request
+from atrec.results.records import provenance
 
 CONNECT_TIMEOUT_S = 10   # how long to try reaching a scheduler before saying what to do
 WORKER_WAIT_S = 120      # how long to wait for a first worker to join a scheduler without any
@@ -41,7 +41,7 @@ NEEDS_DASK = "--scheduler needs Dask: pip install -e '.[dask]' in the atrec fold
 def _import_distributed():
     """The ``distributed`` package, or a one-line error naming the extra that provides it."""
     try:
-        import distributed
+        import distributed  # Dask: an optional extra, needed only with a scheduler
     except ImportError:
         raise AtrecError(NEEDS_DASK) from None
     return distributed

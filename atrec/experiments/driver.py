@@ -11,7 +11,7 @@ still held is given back on the way out, however the loop ends.
 Groups are trained family by family (:func:`atrec.experiments.runner.loop_family`: the
 configurations that share compiled loops, such as Yahoo's five AT configurations at dim 40),
 and once a family has nothing left its loops are released
-(:func:`atrec.learners.compiled.retire`): a run then compiles each loop once and holds one
+(:func:`atrec.runtime.compiled.retire`): a run then compiles each loop once and holds one
 family's at a time (Table 1: 2.0 GB before, measurements in ``docs/performance.md``). The
 order changes no number: every fit depends only on its own inputs.
 """
@@ -22,11 +22,19 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from atrec.data.ratings import RatingData
 from atrec.experiments import interrupt
 from atrec.experiments.locks import Holder
 from atrec.experiments.progress import StageProgress, seed_list
-from atrec.experiments.runner import ConfigPlan, compute_group, loop_family
-from atrec.learners import compiled
+from atrec.experiments.runner import (
+    ConfigOutcome,
+    ConfigPlan,
+    RunSpec,
+    compute_group,
+    loop_family,
+    plan_config,
+)
+from atrec.runtime import compiled
 
 POLL_S = 0.5   # how often a process waiting for another one's claimed seeds looks again
 
@@ -90,8 +98,21 @@ def train_plans(work, stage: StageProgress | None = None,
 
 def by_family(work) -> list[tuple]:
     """Every group of ``work`` as ``(data, plan, seeds, family)`` in
-    :func:`~atrec.learners.compiled.in_families` order of its
+    :func:`~atrec.runtime.compiled.in_families` order of its
     :func:`~atrec.experiments.runner.loop_family`."""
     items = [(data, plan, seeds, loop_family(data, plan.spec))
              for data, ps in work for plan in ps for seeds in plan.groups]
     return compiled.in_families(items, lambda item: item[3])
+
+
+def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
+               stage=None) -> ConfigOutcome:
+    """Train the seeds of ``spec`` that have no record yet (all with ``force``) and save them.
+
+    Groups claimed by another process are left to it and their records loaded when it is done
+    (:func:`train_plans`); ``stage``
+    (:class:`~atrec.experiments.progress.StageProgress`) counts the seeds saved.
+    """
+    plan = plan_config(data, spec, root, force)
+    train_plans([(data, [plan])], stage)
+    return plan.finish()

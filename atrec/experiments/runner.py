@@ -28,8 +28,14 @@ from atrec.data.splits import MCAR_SPLIT_SEED
 from atrec.evaluation.metrics import ndcg_variants
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
-from atrec.experiments.params import HyperParams
-from atrec.experiments.records import (
+from atrec.learners import layout
+from atrec.methods.base import FitProblem, MethodResult
+from atrec.methods.registry import get_method, record_method
+from atrec.methods.tri_training import fit_with_at
+from atrec.names import DEFAULT_METHOD, config_key
+from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
+from atrec.results.params import HyperParams
+from atrec.results.records import (
     SCHEMA,
     load_reusable,
     params_label,
@@ -38,12 +44,7 @@ from atrec.experiments.records import (
     save_record,
     variant_suffix,
 )
-from atrec.learners import compiled, layout
-from atrec.methods.base import FitProblem, MethodResult
-from atrec.methods.registry import get_method, record_method
-from atrec.methods.tri_training import fit_with_at
-from atrec.names import DEFAULT_METHOD, config_key
-from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
+from atrec.runtime import compiled
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
 
 
 def fit_kind(data: RatingData, spec: RunSpec) -> tuple:
-    """Fits whose memory grows alike (:func:`atrec.learners.compiled.before_fit`'s ``kind``): the
+    """Fits whose memory grows alike (:func:`atrec.runtime.compiled.before_fit`'s ``kind``): the
     dataset and its sizes, the method, AT or not; every ``dim`` and setting of them."""
     return (data.name, data.num_users, data.num_items, spec.method, spec.with_at)
 
@@ -127,7 +128,7 @@ def loop_family(data: RatingData, spec: RunSpec) -> tuple:
 
 
 def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
-    """The key of a fit's compiled loops (:func:`atrec.learners.compiled.before_fit`): its
+    """The key of a fit's compiled loops (:func:`atrec.runtime.compiled.before_fit`): its
     :func:`loop_family` and the arrays' shapes (``[R, n]``, so the replicas too). A key that
     missed something would cost memory (a compilation past the bound), never a different
     number."""
@@ -184,7 +185,7 @@ def _width(data: RatingData, dim: int) -> int:
 
 @dataclass
 class ConfigOutcome:
-    """What :func:`run_config` did for one configuration."""
+    """What :func:`atrec.experiments.driver.run_config` did for one configuration."""
 
     spec: RunSpec
     records: list[dict] = field(default_factory=list)
@@ -198,8 +199,8 @@ class ConfigPlan:
     """What is left to do for one configuration: its seeds without a record, in the groups they
     are trained in, and the outcome so far (the records reused).
 
-    The one plan behind both a local run (:func:`run_config`) and a run on a Dask cluster
-    (:mod:`atrec.experiments.distributed`), so both skip the same seeds and group them alike,
+    The one plan behind both a local run (:func:`atrec.experiments.driver.run_config`) and a
+    run on a Dask cluster (:mod:`atrec.experiments.distributed`), so both skip the same seeds and group them alike,
     and hence give the same numbers. Before training a group, :meth:`take` claims its seeds
     (:mod:`atrec.experiments.locks`), so that processes sharing the results folder never train
     a seed twice; :meth:`save` and :meth:`release` give the claims back.
@@ -319,8 +320,8 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
 def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], float]:
     """Train one group of seeds; returns their records (plain dicts, nothing saved) and seconds.
 
-    The unit of work: run in this process by :func:`run_config`, on a Dask worker by
-    :mod:`atrec.experiments.distributed`, which sends the records back to be saved.
+    The unit of work: run in this process by :func:`atrec.experiments.driver.run_config`, on a
+    Dask worker by :mod:`atrec.experiments.distributed`, which sends the records back to be saved.
     """
     seeds = list(seeds)
     start = time.perf_counter()
@@ -336,21 +337,6 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
         result = result.select([seed % width for seed in seeds])
     elapsed = time.perf_counter() - start
     return _records(data, spec, seeds, inputs, result, settings, elapsed), elapsed
-
-
-def run_config(data: RatingData, spec: RunSpec, root=None, force: bool = False,
-               stage=None) -> ConfigOutcome:
-    """Train the seeds of ``spec`` that have no record yet (all with ``force``) and save them.
-
-    Groups claimed by another process are left to it and their records loaded when it is done
-    (:func:`atrec.experiments.driver.train_plans`); ``stage``
-    (:class:`~atrec.experiments.progress.StageProgress`) counts the seeds saved.
-    """
-    from atrec.experiments.driver import train_plans
-
-    plan = plan_config(data, spec, root, force)
-    train_plans([(data, [plan])], stage)
-    return plan.finish()
 
 
 def validation_loss(data: RatingData, propensity: str, with_at: bool, params: HyperParams,

@@ -57,14 +57,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow
-
-tf = import_tensorflow()
-
-from atrec.learners import compiled, layout, mf, pseudolabels
+from atrec.learners import layout, mf, pseudolabels
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
 from atrec.names import TRACE_NAMES
 from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
+from atrec.runtime import compiled, tf
 
 ROLES = ("A1", "A2", "A3")
 
@@ -137,7 +134,7 @@ def _update(learner: Learner, state: tuple, users, items, labels, weights, lam, 
     their state (``active`` [R] bool, None = all). ``t`` [R] counts each replica's updates.
     ``ctx`` goes to a learner that ``takes_context``. ``weights`` None: all 1, a constant made
     inside the update, which TensorFlow names the same in every trace, so that the compilation
-    cache finds the loop again (:mod:`atrec.learners.compilecache`); a constant from outside the
+    cache finds the loop again (:mod:`atrec.runtime.compilecache`); a constant from outside the
     update's loop (:func:`_in_place_if`) is copied in under a name numbered by a counter of
     TensorFlow's own."""
 

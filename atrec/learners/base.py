@@ -7,58 +7,27 @@ last array has shape ``[R]``, so replicas never mix and many seeds train in one 
 
 Randomness inside a loop is stateless: a learner that needs random draws at a step (uniform
 unlabelled cells, as DR and domain-adversarial methods do) sets ``takes_context`` and receives a
-:class:`StepContext`, whose per-replica stream seeds and step counter key its draws
-(:func:`uniform_cells`). A replica's draws then depend on its own seed only, never on which
-replicas share its call, so stacked and lone seeds give the same numbers.
+:class:`~atrec.learners.context.StepContext` (:mod:`atrec.learners.context`, re-exported
+here), whose per-replica stream seeds and step counter key its draws
+(:func:`~atrec.learners.context.uniform_cells`). A replica's draws then depend on its own seed
+only, never on which replicas share its call, so stacked and lone seeds give the same numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow
-
-tf = import_tensorflow()
-
-from atrec.learners import mf, rng  # noqa: E402
-
-
-class StepContext(NamedTuple):
-    """What a learner may use at one update besides its batch.
-
-    ``streams``: int64 ``[R]``, each replica's stream seed; ``step``: int32 scalar, the update's
-    counter within its phase; ``salt``: a Python int that separates the streams of different
-    callers (AT's roles and phases), so no two updates share draws; ``num_users`` /
-    ``num_items``: the table sizes.
-    """
-
-    streams: tf.Tensor
-    step: tf.Tensor
-    salt: int
-    num_users: int
-    num_items: int
-
-
-# salts per caller; a learner's own draws within one update use sub-counters of one key
-SALT_FIT = 1_000_003
-SALT_AT = {"A1": 2_000_003, "A2": 3_000_017, "pre": 0, "pl": 500_009}
-
-
-def uniform_cells(ctx: StepContext, n: int, stream: int = 0):
-    """``n`` cells per replica drawn uniformly with replacement from users x items.
-
-    Returns int32 ``users``, ``items`` of shape ``[R, n]``. ``stream`` tells apart several draws
-    of one update. A pure function of (replica stream seed, step, salt, stream).
-    """
-    salt = tf.cast(ctx.step, tf.int64) * 8 + stream + ctx.salt * 1024
-    k = rng.keys(ctx.streams, salt)[:, None]                                  # [R, 1]
-    counters = tf.range(2 * n, dtype=tf.int64)[None, :]
-    u = rng.uniform01_at(k, counters)
-    return rng.uniform_ints(u[:, :n], ctx.num_users), rng.uniform_ints(u[:, n:], ctx.num_items)
+from atrec.learners import mf  # noqa: E402
+from atrec.learners.context import (  # noqa: E402, F401  (re-exported: the plug-in import path)
+    SALT_AT,
+    SALT_FIT,
+    StepContext,
+    uniform_cells,
+)
+from atrec.runtime import tf
 
 
 @dataclass(frozen=True)

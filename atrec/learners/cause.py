@@ -39,15 +39,12 @@ share a closure's constants by mistake.
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
-
 from atrec.learners import mf  # noqa: E402
 from atrec.learners.base import MF, Learner, adam_on  # noqa: E402
+from atrec.runtime import tf  # noqa: E402
 
 # positions in the parameter tuple
 F_IDX = (0, 1, 2, 3, 11)      # the predictor's U, V, bu, bi, b

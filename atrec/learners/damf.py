@@ -49,15 +49,12 @@ the compiled loop); ``n_f``, ``n_h`` are set by :func:`update`, never by a gradi
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
-
 from atrec.learners import mf  # noqa: E402
 from atrec.learners.base import MF, Learner, StepContext, adam_on, uniform_cells  # noqa: E402
+from atrec.runtime import tf  # noqa: E402
 
 BLOCK = 20                      # steps per block of the alternation
 ADVERSARY_L2 = 0.1              # the adversary's L2 weight (BASELINES.md), not lam

@@ -48,15 +48,12 @@ while tuning ``lam_imp``, as ``lam`` does.
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
-
 from atrec.learners import mf  # noqa: E402
 from atrec.learners.base import MF, Learner, StepContext, adam_on, uniform_cells  # noqa: E402
+from atrec.runtime import tf  # noqa: E402
 
 IMPUTATIONS = ("rating", "error")
 NORMALISATIONS = ("self", "none")

@@ -4,6 +4,8 @@ training engine."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 # replicas are stacked in one compiled call while their tables and Adam state fit this (cache)
@@ -62,8 +64,6 @@ def map_chunks(run, replicas: int, chunk: int, threads: int) -> list:
     """``[run(lo, hi) for each slice of chunk replicas]``, ``threads`` slices at a time, in order."""
     bounds = [(lo, min(lo + chunk, replicas)) for lo in range(0, replicas, chunk)]
     if threads > 1 and len(bounds) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=threads) as pool:
             return list(pool.map(lambda b: run(*b), bounds))
     return [run(*b) for b in bounds]

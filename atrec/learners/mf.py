@@ -44,13 +44,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow
-
-tf = import_tensorflow()
-
-from atrec.learners import compiled  # noqa: E402
+from atrec.learners.context import SALT_FIT, StepContext  # noqa: E402
 from atrec.learners.layout import STACK_BYTES, by_user, default_chunk, map_chunks  # noqa: E402, F401
 from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
+from atrec.runtime import (
+    compiled,  # noqa: E402
+    tf,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Parameters: a tuple (U [R, nu, d], V [R, ni, d], bu [R, nu], bi [R, ni], b [R])
@@ -288,9 +288,7 @@ def _phase_block(body, learner, steps, t, *state):
 
 
 def _context(streams, t, cells: tuple[int, int]):
-    """The :class:`atrec.learners.base.StepContext` of step ``t`` of a stand-alone fit."""
-    from atrec.learners.base import SALT_FIT, StepContext
-
+    """The :class:`atrec.learners.context.StepContext` of step ``t`` of a stand-alone fit."""
     return StepContext(streams, t, SALT_FIT, *cells)
 
 

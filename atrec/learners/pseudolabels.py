@@ -46,11 +46,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow
-
-tf = import_tensorflow()
-
 from atrec.learners import rng
+from atrec.runtime import tf
 
 WORD_BITS = 32
 # Entries of one replica's block of |A1 - A2| (users x padded items), 1 MB of float32, the size

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from atrec.tfquiet import import_tensorflow
-
-tf = import_tensorflow()
+from atrec.runtime import tf
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)

@@ -13,6 +13,7 @@ This module imports no TensorFlow; the learner is imported when a fit asks for i
 
 from __future__ import annotations
 
+from atrec.learners.cause import make_learner, slice_arrays
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter
 from atrec.methods.learner_method import LearnerMethod
 
@@ -52,7 +53,5 @@ class CausE(LearnerMethod):
         Without ``problem`` the learner is returned for inspection (AT asks whether the method
         can serve as A1/A2), and its ``init`` raises ``ValueError``.
         """
-        from atrec.learners.cause import make_learner, slice_arrays
-
         slices = None if problem is None else slice_arrays(problem.splits)
         return make_learner(slices, params["cause_pen"])

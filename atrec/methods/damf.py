@@ -13,6 +13,7 @@ This module imports no TensorFlow; the learner is imported when a fit asks for i
 
 from __future__ import annotations
 
+from atrec.learners.damf import make_learner
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter
 from atrec.methods.learner_method import LearnerMethod
 
@@ -45,6 +46,4 @@ class DAMF(LearnerMethod):
 
     def learner(self, params: dict, problem: FitProblem | None = None):
         """The DAMF learner; it needs nothing from ``problem``."""
-        from atrec.learners.damf import make_learner
-
         return make_learner(params["pen"])

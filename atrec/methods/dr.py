@@ -38,7 +38,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from atrec.errors import AtrecError
+from atrec.learners import dr
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter
 from atrec.methods.learner_method import LearnerMethod
 
@@ -73,9 +76,6 @@ class DRJL(LearnerMethod):
 
         Without ``problem`` the learner is for inspection and its ``init`` raises.
         """
-        import numpy as np
-
-        from atrec.learners import dr
 
         calibration, density = None, 1.0
         if problem is not None:

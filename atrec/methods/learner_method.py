@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from atrec.learners import mf
 from atrec.methods.base import FitProblem, Method, MethodResult
 from atrec.protocol import TrainSettings
 
@@ -26,8 +27,6 @@ class LearnerMethod(Method):
     """Base class of methods given by :meth:`Method.learner` (module doc)."""
 
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
-        from atrec.learners import mf
-
         learner = self.learner(params, problem)
         if learner is None or learner.init is None or learner.scores is None:
             raise ValueError(f"method {self.name}: learner() must return a Learner with init "

@@ -6,6 +6,8 @@ of lowest validation loss gives MAE and MSE. The training loop is :func:`atrec.l
 
 from __future__ import annotations
 
+from atrec.learners import mf
+from atrec.learners.base import MF
 from atrec.methods.base import FitProblem, Method, MethodResult
 from atrec.protocol import TrainSettings
 
@@ -17,9 +19,6 @@ class MFIPS(Method):
     reference = "Schnabel et al., ICML 2016; the paper's base learner"
 
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
-        from atrec.learners import mf
-        from atrec.learners.base import MF
-
         seeds = list(problem.seeds)
         init = mf.init_params(problem.num_users, problem.num_items, params["dim"], seeds)
         pos = mf.batch_positions(settings, problem.train["user"].shape[1], seeds)
@@ -30,6 +29,4 @@ class MFIPS(Method):
 
     def learner(self, params: dict, problem: FitProblem | None = None):
         """MF (:data:`atrec.learners.base.MF`); it needs nothing from ``problem``."""
-        from atrec.learners.base import MF
-
         return MF

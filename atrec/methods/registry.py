@@ -7,8 +7,13 @@ benchmark table's rows come from here.
 from __future__ import annotations
 
 from atrec.errors import AtrecError
+from atrec.methods import dr
 from atrec.methods.base import Method, validate_method_class
+from atrec.methods.cause import CausE
+from atrec.methods.damf import DAMF
+from atrec.methods.mf_ips import MFIPS
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.propensity.registry import applies_to
 from atrec.registry import Registry
 
 AT_SUFFIX = "+at"
@@ -17,11 +22,6 @@ METHODS = Registry("method", "atrec.methods", validate_method_class)
 
 
 def _builtins() -> None:
-    from atrec.methods import dr
-    from atrec.methods.cause import CausE
-    from atrec.methods.damf import DAMF
-    from atrec.methods.mf_ips import MFIPS
-
     METHODS.register(MFIPS)
     for cls in dr.BUILT_IN:
         METHODS.register(cls)
@@ -68,8 +68,6 @@ def configurations(methods, propensities, at_options,
     are left out, so ``--propensity all`` means every one that applies; when none of those
     asked for applies, a one-line :class:`AtrecError` says which datasets they support.
     """
-    from atrec.propensity.registry import applies_to
-
     usable = [p for p in propensities if dataset is None or applies_to(p, dataset)]
     if propensities and not usable:
         raise AtrecError(f"no selected propensity applies to dataset '{dataset}' "

@@ -10,6 +10,8 @@ the same wrapper without code of its own.
 from __future__ import annotations
 
 from atrec.errors import AtrecError
+from atrec.learners import at
+from atrec.learners.base import MF
 from atrec.methods.base import FitProblem, Method, MethodResult
 from atrec.protocol import ATSettings
 
@@ -21,9 +23,6 @@ def fit_with_at(method: Method, problem: FitProblem, params: dict,
     The selection trace is A3's validation loss per pseudo-labelling step; ``traces`` holds
     every AT trace (:data:`atrec.learners.at.TRACE_NAMES`); ``scores`` are A3's final ones.
     """
-    from atrec.learners import at
-    from atrec.learners.base import MF
-
     learner = method.learner(params, problem)
     if learner is None or learner.init is None:
         raise AtrecError(f"method '{method.name}' cannot serve as A1/A2 of asymmetric "

@@ -17,21 +17,13 @@ objective, ...) after ``estimate``; the runner stores it in each record's protoc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from atrec.data.splits import Split
 from atrec.errors import AtrecError
-
-
-@dataclass(frozen=True)
-class PairPropensities:
-    """Propensities of the training and validation pairs, float32 arrays of shape ``(n,)``."""
-
-    train: np.ndarray
-    val: np.ndarray
+from atrec.propensity.calibrated import PairPropensities, calibrate_pairs  # noqa: F401  (re-exported)
 
 
 class Propensity:
@@ -84,8 +76,6 @@ class Propensity:
         """Calibrated probabilities ``P = clip(p * |O| / S, min_propensity, 1)`` of the
         training and validation pairs, ``|O| = len(split.train)``: a
         :class:`~atrec.propensity.calibrated.CalibratedPropensities` (also carrying ``S``)."""
-        from atrec.propensity.calibrated import calibrate_pairs
-
         try:
             total = self.cells_sum(split)
         except NotImplementedError:

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.propensity.base import PairPropensities
+
+@dataclass(frozen=True)
+class PairPropensities:
+    """Propensities of the training and validation pairs, float32 arrays of shape ``(n,)``."""
+
+    train: np.ndarray
+    val: np.ndarray
 
 
 @dataclass(frozen=True)

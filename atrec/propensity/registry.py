@@ -9,6 +9,7 @@ here, so a new estimator appears everywhere once it is registered.
 from __future__ import annotations
 
 from atrec.errors import AtrecError
+from atrec.propensity import builtin, models
 from atrec.propensity.base import Propensity, validate_propensity_class
 from atrec.registry import Registry
 
@@ -16,8 +17,6 @@ PROPENSITIES = Registry("propensity", "atrec.propensities", validate_propensity_
 
 
 def _builtins() -> None:
-    from atrec.propensity import builtin, models
-
     for cls in (*builtin.BUILT_IN, *models.BASELINES):
         PROPENSITIES.register(cls)
 

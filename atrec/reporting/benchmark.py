@@ -38,8 +38,6 @@ from atrec.evaluation.summary import (
     resolve_params_label,
     summarize,
 )
-from atrec.experiments.params import PUBLISHED
-from atrec.experiments.records import iter_records, record_label
 from atrec.methods.registry import METHODS, base_method
 from atrec.names import DATASETS, DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import (
@@ -67,6 +65,8 @@ from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput, no_results_error
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
+from atrec.results.params import PUBLISHED
+from atrec.results.records import iter_records, record_label
 
 BASELINE = DEFAULT_METHOD
 MCAR_MARK = "†"

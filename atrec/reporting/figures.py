@@ -2,7 +2,7 @@
 
 * Figure 1 (:func:`figure1`): train vs test rating distributions per dataset, KL in the title.
 * Figure 2 (:func:`figure2`): the ML-100K variance experiment, ratio with / without AT of MSE
-  and MAE, and both methods' MSE, against ``min_items`` (drawn by :mod:`atrec.experiments.variance`).
+  and MAE, and both methods' MSE, against ``min_items`` (drawn by :mod:`atrec.workflows.variance`).
 * Figure 3 (:func:`figure3`): (a) A3's loss on the pseudo-labels, (b) the A1/A2 discrepancy and
   (a)+(b) over the pseudo-labelling steps, mean and sd band over seeds.
 * Figure 4 (:func:`figure4`): A3's test MSE over the same steps.
@@ -16,16 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from atrec.evaluation.summary import Summary
 from atrec.fileio import atomic_write
 from atrec.names import DATASET_LABELS
 from atrec.paths import results_dir
 from atrec.propensity.registry import propensity_label
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FORMATS = ("png", "pdf")
 # (a) is a mean squared error and (b) a mean absolute difference, both in rating units.
@@ -41,6 +43,10 @@ def _new_figure(n_panels: int, ncols: int, panel_size=(4.0, 3.0)) -> tuple[Figur
     """A figure with exactly ``n_panels`` axes on a grid of ``ncols`` columns."""
     ncols = max(1, min(ncols, n_panels))
     nrows = -(-n_panels // ncols)
+    # matplotlib takes about a second to import: only where a figure is drawn
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(nrows, ncols, i + 1) for i in range(n_panels)]
@@ -73,7 +79,7 @@ def figure1(stats: Sequence[dict]) -> Figure:
 def figure2(points: Sequence, params: str = "", note: str = "") -> Figure:
     """Paper Figure 2: relative accuracy of MF-IPS with / without AT against ``min_items``.
 
-    ``points`` are :class:`atrec.experiments.variance.VariancePoint` objects (one per ``min_items``).
+    ``points`` are :class:`atrec.workflows.variance.VariancePoint` objects (one per ``min_items``).
     Panel (a): the per-seed ratio with AT / without AT of MSE and MAE, mean +/- standard error
     (below 1: AT is better); panel (b): MSE of both methods, mean +/- standard error. The x axis
     is logarithmic and labelled with the minimum relative propensity of each ``min_items``.
@@ -191,7 +197,7 @@ def write_figures(summary: Summary, stats: Sequence[dict] | None,
         paths += save_figure(figure1(stats), "figure1_rating_distributions", out_dir)
     else:
         notices.append("figure 1 skipped: no data statistics (run 'atrec preprocess' first)")
-    # Figure 2 (ML-100K variance experiment) needs its own runs: atrec.experiments.variance.run_variance
+    # Figure 2 (ML-100K variance experiment) needs its own runs: atrec.workflows.variance.run_variance
     # draws it with figure2() and writes it with save_figure (as 'figure2_variance').
     for name, draw in (("figure3_pseudo_labelling", figure3), ("figure4_test_mse", figure4)):
         fig = draw(summary)

@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from atrec._version import __version__
+from atrec.data.preprocess import MANIFEST, processed_dir
 from atrec.errors import AtrecError
 from atrec.evaluation.summary import Summary
-from atrec.experiments.records import iter_records, record_label
 from atrec.methods.registry import base_method
 from atrec.names import DATASET_LABELS
+from atrec.results.records import iter_records, record_label
 
 TITLE = ("Asymmetric tri-training for MNAR explicit feedback (Saito, SIGIR 2020): "
          "reproduction report")
@@ -85,8 +87,6 @@ def data_checksums(records: list[dict], dataset: str) -> dict[str, str]:
             found.update(r.get("provenance", {}).get("data_checksums") or {})
     if found:
         return found
-    from atrec.data.preprocess import MANIFEST, processed_dir
-
     try:
         manifest = json.loads((processed_dir(dataset) / MANIFEST).read_text())
         return dict(manifest.get("source_files") or {})
@@ -107,8 +107,6 @@ def report_header(summary: Summary, figures: Sequence[Path], base: Path,
     """The markdown header (module doc). ``figures``: the figure files written; ``base``: the
     folder the report lives in (links are relative to it; ``variance.md`` is looked for there);
     ``root``: where the records are (default: the results folder)."""
-    from atrec import __version__
-
     records = _records(summary, root)
     now = now or datetime.now(UTC)
     commit = git_commit()

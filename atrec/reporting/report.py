@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from atrec.data.datastats import data_stats, stats_rows
+from atrec.data.preprocess import load_processed
 from atrec.errors import AtrecError
+from atrec.evaluation.significance import significance_table
 from atrec.evaluation.summary import EXPECTED_SEEDS, Summary, load_summary
-from atrec.experiments.params import PUBLISHED
-from atrec.experiments.records import iter_records, record_label
 from atrec.names import DEFAULT_METHOD, TABLE_DATASETS
 from atrec.paths import results_dir
 from atrec.propensity.registry import propensity_label
@@ -40,9 +41,13 @@ from atrec.reporting.common import (
     signed,
     train_hint,
 )
+from atrec.reporting.figures import write_figures
+from atrec.reporting.header import report_header
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.table1 import table1_legend, table1_rows
 from atrec.reporting.tables import FORMATS, render
+from atrec.results.params import PUBLISHED
+from atrec.results.records import iter_records, record_label
 
 
 @dataclass(frozen=True)
@@ -55,14 +60,9 @@ class ReportOutput:
     notices: tuple[str, ...]
 
 
-def _data_stats(datasets: Sequence[str], notices: list[str]) -> list[dict] | None:
-    """Data statistics dicts of ``datasets``; ``None`` (with a notice) if they cannot be made."""
-    try:
-        from atrec.data.datastats import data_stats
-        from atrec.data.preprocess import load_processed
-    except ImportError as exc:
-        notices.append(f"data statistics skipped: {exc.name} is not available in this atrec")
-        return None
+def _data_stats(datasets: Sequence[str], notices: list[str]) -> list[dict]:
+    """Data statistics dicts of ``datasets``; a dataset whose statistics cannot be made is
+    left out, with a notice."""
     out = []
     for name in datasets:
         try:
@@ -70,12 +70,6 @@ def _data_stats(datasets: Sequence[str], notices: list[str]) -> list[dict] | Non
         except AtrecError as exc:
             notices.append(f"data statistics of {name} skipped: {exc}")
     return out
-
-
-def _stats_rows(stats: list[dict]) -> list[dict]:
-    from atrec.data.datastats import stats_rows
-
-    return stats_rows(stats)
 
 
 def _format_sig_rows(tests: list, fmt: str) -> list[dict]:
@@ -149,28 +143,22 @@ def report(datasets: Sequence[str] | None = None, fmt: str = "table", std: bool 
                                            at_column_groups(("mae", "mse", *ndcg_metrics(ndcg)),
                                                             ndcg)})
     if significance:
-        from atrec.evaluation.significance import significance_table
-
         metrics = ("mae", "mse", *ndcg_metrics(ndcg))
         sig_rows = _format_sig_rows(significance_table(summary, metrics), fmt)
         sections["Paired tests, w/ vs w/o AT (* = p < 0.05 after Holm over the table)"] = (
             sig_rows, list(sig_rows[0]) if sig_rows else [], {"numparse": False})
-    data_stats = _data_stats(summary.datasets, notices) if (stats or figures) else None
-    if stats and data_stats:
-        st_rows = _stats_rows(data_stats)
+    dataset_stats = _data_stats(summary.datasets, notices) if (stats or figures) else None
+    if stats and dataset_stats:
+        st_rows = stats_rows(dataset_stats)
         sections["Data statistics"] = (st_rows, list(st_rows[0]) if st_rows else [],
                                        {})
     claim_list = evaluate_claims(summary) if claims else []
     paths: list[Path] = []
     if figures:
-        from atrec.reporting.figures import write_figures
-
-        paths, fig_notices = write_figures(summary, data_stats, figures_dir)
+        paths, fig_notices = write_figures(summary, dataset_stats, figures_dir)
         notices += fig_notices
     text = _assemble(sections, claim_list if claims else None, summary, fmt)
     if header and fmt == "markdown":
-        from atrec.reporting.header import report_header
-
         base = results_dir() if root is None else Path(root)
         text = report_header(summary, paths, base, root) + "\n\n" + text
     return ReportOutput(text=text, figures=tuple(paths), notices=tuple(notices))

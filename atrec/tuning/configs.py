@@ -14,12 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams
-from atrec.learners import compiled
+from atrec.experiments.runner import validation_loss
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
+from atrec.results.params import HyperParams
+from atrec.runtime import compiled
 from atrec.tuning.export import export_best
 from atrec.tuning.space import SearchSpace
 from atrec.tuning.storage import open_storage, resolve_url
@@ -44,8 +46,6 @@ def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
 def make_objective(data, propensity: str, with_at: bool, settings=None,
                    at_settings=None, method: str = DEFAULT_METHOD) -> Objective:
     """The protocol's objective for one configuration: ``params -> validation_loss(...)``."""
-    from atrec.experiments.runner import validation_loss
-
     def objective(params: HyperParams) -> float:
         return validation_loss(data, propensity, with_at, params, settings=settings,
                                at_settings=at_settings, method=method)
@@ -133,17 +133,16 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
          notice: Callable[[str], None] | None = None) -> list[StudyOutcome]:
     """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
 
-    Studies run family by family (:func:`atrec.learners.compiled.in_families`: the studies of
+    Studies run family by family (:func:`atrec.runtime.compiled.in_families`: the studies of
     one method with or without AT share their loops, one per ``dim`` tried), and a finished
-    family's compiled loops are released (:func:`atrec.learners.compiled.retire`);
+    family's compiled loops are released (:func:`atrec.runtime.compiled.retire`);
     the order changes no trial value, since each study has its own sampler.
 
     Datasets are read with ``loader(name)`` (default :func:`atrec.data.preprocess.load_data`). After
     each study, its best parameters are merged into ``export_path`` (default the tuned file).
     ``notice(line)``: when a worker starts waiting for a killed worker's trial (:func:`run_study`).
     """
-    if loader is None:
-        from atrec.data.preprocess import load_data as loader
+    loader = loader or load_data
     datasets = [loader(name) for name in request.datasets]  # a missing one fails before any work
     storage = open_storage(request.storage, request.worker)
     outcomes = []

@@ -9,10 +9,10 @@ from pathlib import Path
 import yaml
 
 from atrec.errors import AtrecError
-from atrec.experiments.params import load_param_table, tuned_params_path
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.propensity.registry import propensity_label
+from atrec.results.params import load_param_table, tuned_params_path
 from atrec.tuning.storage import file_lock
 from atrec.tuning.study import StudyOutcome
 
@@ -27,8 +27,9 @@ EXPORT_HEADER = """\
 def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
     """Merge the best parameters of ``outcomes`` into the tuned parameter file; return its path.
 
-    The file (default :func:`atrec.experiments.params.tuned_params_path`) maps ``dataset -> config key ->
-    {dim, lam[, epsilon], study, trials, best_value, best_trial, storage, updated}``.
+    The file (default :func:`atrec.results.params.tuned_params_path`) maps
+    ``dataset -> config key -> {dim, lam[, epsilon], study, trials, best_value, best_trial,
+    storage, updated}``.
     Concurrent exports are serialised by an ``flock`` on ``<file>.lock`` and each writes the
     whole file atomically, so none loses another's entries. Outcomes without a best trial are
     skipped.

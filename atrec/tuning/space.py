@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atrec.experiments.params import HyperParams
 from atrec.methods.base import EPSILON
 from atrec.methods.registry import METHODS
 from atrec.names import DEFAULT_METHOD
+from atrec.results.params import HyperParams
 
 
 @dataclass(frozen=True)

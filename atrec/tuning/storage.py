@@ -28,13 +28,8 @@ import fcntl
 import hashlib
 import sqlite3
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-
-import optuna
-import sqlalchemy
-import sqlalchemy.event
-import sqlalchemy.exc
-from optuna.exceptions import ExperimentalWarning
 
 from atrec.errors import AtrecError
 from atrec.fileio import make_folder
@@ -52,6 +47,36 @@ SCHEMA_LOCK_KEY = int.from_bytes(hashlib.sha256(b"atrec: optuna schema").digest(
 SCHEMA_LOCK_TIMEOUT = "120s"      # a worker stuck holding it turns into an error, not a hang
 
 
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How one worker behaves in a shared study.
+
+    ``heartbeat_interval`` (s): how often a running trial says it is alive (RDB storages).
+    ``grace_period`` (s): a RUNNING trial silent for longer is taken as killed and marked FAIL.
+    ``poll_seconds``: how long to wait before looking again when other workers' running trials
+    already fill the target. ``max_failures``: consecutive failed trials (e.g. NaN objective)
+    after which the worker stops with an error instead of trying forever.
+    """
+
+    heartbeat_interval: int = 10
+    grace_period: int = 60
+    poll_seconds: float = 2.0
+    max_failures: int = 5
+
+    def __post_init__(self) -> None:
+        if int(self.heartbeat_interval) != self.heartbeat_interval or self.heartbeat_interval < 1:
+            raise ValueError(f"heartbeat_interval must be a positive integer, got "
+                             f"{self.heartbeat_interval!r}")
+        if int(self.grace_period) != self.grace_period or self.grace_period <= \
+                self.heartbeat_interval:
+            raise ValueError(f"grace_period must be an integer above heartbeat_interval "
+                             f"({self.heartbeat_interval}), got {self.grace_period!r}")
+        if not self.poll_seconds > 0:
+            raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds!r}")
+        if self.max_failures < 1:
+            raise ValueError(f"max_failures must be >= 1, got {self.max_failures!r}")
+
+
 def default_storage_url() -> str:
     """The embedded SQLite file ``<results>/optuna.db`` as an absolute ``sqlite:///`` URL."""
     return "sqlite:///" + str((results_dir() / STORAGE_FILE).resolve())
@@ -60,7 +85,7 @@ def default_storage_url() -> str:
 def storage_label(url: str) -> str:
     """``url`` with any password masked, for tables and the tuned parameter file."""
     try:
-        from sqlalchemy.engine import make_url
+        from sqlalchemy.engine import make_url  # about 1 s to import: only for a label
 
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparsable URL is shown as given (it has no password)
@@ -94,6 +119,8 @@ def resolve_url(url: str) -> str:
     driver is not installed (naming the extra that installs it). A URL SQLAlchemy cannot parse
     is returned as given, for Optuna to reject with its own reason.
     """
+    import sqlalchemy  # about 1 s to import: only where a study is used
+
     try:
         parsed = sqlalchemy.engine.make_url(url)
     except sqlalchemy.exc.ArgumentError:
@@ -135,6 +162,8 @@ def _postgres_schema_lock(url: str):
     The lock is released when the block ends, and by the server when a worker dies while
     holding it (its connection closes), so it cannot be left behind.
     """
+    import sqlalchemy  # about 1 s to import: only where a study is used
+
     engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
     try:
         with engine.connect() as conn:
@@ -154,7 +183,7 @@ def _postgres_schema_lock(url: str):
 def open_storage(url: str | None = None, worker=None):
     """An Optuna ``RDBStorage`` for ``url`` (default :func:`default_storage_url`) with heartbeats.
 
-    ``worker``: a :class:`atrec.tuning.study.WorkerSettings` (heartbeat interval and grace
+    ``worker``: a :class:`WorkerSettings` (heartbeat interval and grace
     period; default its defaults). The URL is checked and resolved by :func:`resolve_url`.
 
     SQLite files: connections wait up to 60 s for a lock held by another process; the schema
@@ -170,9 +199,11 @@ def open_storage(url: str | None = None, worker=None):
 
     Raises :class:`AtrecError` naming the URL when it cannot be opened.
     """
-    if worker is None:
-        from atrec.tuning.study import WorkerSettings
+    import optuna  # about 1 s to import: only where a study is used
+    import sqlalchemy
+    from optuna.exceptions import ExperimentalWarning
 
+    if worker is None:
         worker = WorkerSettings()
     url = url or default_storage_url()
     target = resolve_url(url)

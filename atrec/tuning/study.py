@@ -34,16 +34,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-import optuna
-from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
-from optuna.trial import TrialState
 
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams
 from atrec.names import DEFAULT_METHOD
 from atrec.protocol import SAMPLER_SEED
+from atrec.results.params import HyperParams
 from atrec.tuning.space import SEARCH_SPACE, SearchSpace
-from atrec.tuning.storage import default_storage_url, open_storage, storage_label
+from atrec.tuning.storage import (  # noqa: F401  (WorkerSettings: re-exported)
+    WorkerSettings,
+    default_storage_url,
+    open_storage,
+    storage_label,
+)
 
 DEFAULT_TRIALS = 25
 DEFAULT_PREFIX = "atrec"
@@ -54,37 +56,7 @@ STUDY_ATTR = "atrec"        # what the study measures; a worker with other setti
 Objective = Callable[[HyperParams], float]
 
 
-@dataclass(frozen=True)
-class WorkerSettings:
-    """How one worker behaves in a shared study.
-
-    ``heartbeat_interval`` (s): how often a running trial says it is alive (RDB storages).
-    ``grace_period`` (s): a RUNNING trial silent for longer is taken as killed and marked FAIL.
-    ``poll_seconds``: how long to wait before looking again when other workers' running trials
-    already fill the target. ``max_failures``: consecutive failed trials (e.g. NaN objective)
-    after which the worker stops with an error instead of trying forever.
-    """
-
-    heartbeat_interval: int = 10
-    grace_period: int = 60
-    poll_seconds: float = 2.0
-    max_failures: int = 5
-
-    def __post_init__(self) -> None:
-        if int(self.heartbeat_interval) != self.heartbeat_interval or self.heartbeat_interval < 1:
-            raise ValueError(f"heartbeat_interval must be a positive integer, got "
-                             f"{self.heartbeat_interval!r}")
-        if int(self.grace_period) != self.grace_period or self.grace_period <= \
-                self.heartbeat_interval:
-            raise ValueError(f"grace_period must be an integer above heartbeat_interval "
-                             f"({self.heartbeat_interval}), got {self.grace_period!r}")
-        if not self.poll_seconds > 0:
-            raise ValueError(f"poll_seconds must be > 0, got {self.poll_seconds!r}")
-        if self.max_failures < 1:
-            raise ValueError(f"max_failures must be >= 1, got {self.max_failures!r}")
-
-
-class PerTrialTPESampler(optuna.samplers.BaseSampler):
+class PerTrialTPESampler:
     """Optuna's TPE sampler, re-seeded for every trial from ``(seed, trial number)``.
 
     Trial ``k`` is sampled by ``TPESampler(seed=SeedSequence([seed, k]))`` given the trials
@@ -94,18 +66,27 @@ class PerTrialTPESampler(optuna.samplers.BaseSampler):
     workers never share a random stream, because no two trials share a number. Every other TPE
     setting is Optuna's default (``constant_liar`` on, so concurrent workers avoid each
     other's running points).
+
+    It is an Optuna sampler by its methods (``optuna.samplers.BaseSampler``'s, each handed to
+    the inner TPE sampler), not by its base class, so that defining it imports no Optuna.
     """
 
     def __init__(self, seed: int = SAMPLER_SEED) -> None:
         self.seed = seed
-        self._inner = optuna.samplers.TPESampler(seed=self.seed_for(0))
+        self._inner = self._tpe(self.seed_for(0))
+
+    @staticmethod
+    def _tpe(seed: int):
+        import optuna  # about 1 s to import: only where a study is used
+
+        return optuna.samplers.TPESampler(seed=seed)
 
     def seed_for(self, number: int) -> int:
         """The TPE seed of trial ``number``."""
         return int(np.random.SeedSequence([self.seed, number]).generate_state(1)[0])
 
     def before_trial(self, study, trial) -> None:
-        self._inner = optuna.samplers.TPESampler(seed=self.seed_for(trial.number))
+        self._inner = self._tpe(self.seed_for(trial.number))
         self._inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study, trial):
@@ -168,6 +149,11 @@ def _fail_orphans(study, trials, grace: int) -> None:
     those.) Such orphans come from a worker killed between creating a trial and starting it, or
     from clients that ask for trials without heartbeats.
     """
+    from optuna.exceptions import (  # about 1 s to import: only where a study is used
+        UpdateFinishedTrialError,  # about 1 s to import: only where a study is used
+    )
+    from optuna.trial import TrialState
+
     now = datetime.now()
     for t in trials:
         if (t.state == TrialState.RUNNING and WORKER_ATTR not in t.user_attrs
@@ -179,6 +165,9 @@ def _fail_orphans(study, trials, grace: int) -> None:
 
 def _fail_stale(study, grace: int):
     """Fail killed workers' trials; return all trials of the study afterwards."""
+    import optuna  # about 1 s to import: only where a study is used
+    from optuna.exceptions import ExperimentalWarning
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
@@ -189,6 +178,8 @@ def _fail_stale(study, grace: int):
 
 def _counts(trials, below: int | None = None) -> tuple[int, int]:
     """``(complete, running)`` trials; running ones only numbered below ``below`` if given."""
+    from optuna.trial import TrialState  # about 1 s to import: only where a study is used
+
     complete = sum(t.state == TrialState.COMPLETE for t in trials)
     running = sum(t.state == TrialState.RUNNING and (below is None or t.number < below)
                   for t in trials)
@@ -196,6 +187,8 @@ def _counts(trials, below: int | None = None) -> tuple[int, int]:
 
 
 def _best(trials) -> tuple[float | None, object]:
+    from optuna.trial import TrialState  # about 1 s to import: only where a study is used
+
     done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
     if not done:
         return None, None
@@ -209,6 +202,9 @@ def _heartbeat_ages(study) -> dict[int, float]:
     Read from an RDB storage's heartbeat table (Optuna keeps no public reader of it); other
     storages, or an Optuna whose tables differ, give ``{}``: the notice it feeds is only a help.
     """
+    import optuna  # about 1 s to import: only where a study is used
+    from optuna.trial import TrialState
+
     try:
         import sqlalchemy
         from optuna.storages._rdb import models
@@ -232,6 +228,8 @@ def _heartbeat_ages(study) -> dict[int, float]:
 def _say_silent(study, trials, worker: WorkerSettings, told: set, notice) -> None:
     """One line per other worker's RUNNING trial whose heartbeat stopped (once per trial): this
     worker waits for it up to the grace period before counting it failed."""
+    from optuna.trial import TrialState  # about 1 s to import: only where a study is used
+
     if notice is None:
         return
     ages = _heartbeat_ages(study)
@@ -249,6 +247,8 @@ def _say_silent(study, trials, worker: WorkerSettings, told: set, notice) -> Non
 @contextlib.contextmanager
 def quiet_optuna():
     """Optuna's logger at ERROR for the ``with`` block (restored afterwards)."""
+    import optuna  # about 1 s to import: only where a study is used
+
     level = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
@@ -273,6 +273,9 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
     waiting for another worker's trial whose heartbeat stopped (a killed worker's trial counts
     as failed only after ``grace_period``). Returns the study's state when it is done.
     """
+    import optuna  # about 1 s to import: only where a study is used
+    from optuna.trial import TrialState
+
     if int(n_trials) != n_trials or n_trials < 1:
         raise AtrecError(f"--trials {n_trials}: give a positive number of trials (e.g. 25)")
     worker = worker or WorkerSettings()

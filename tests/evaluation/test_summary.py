@@ -5,7 +5,7 @@ from synthetic_records import WITH, WITHOUT, make_record, paper_values, write_re
 
 from atrec.errors import AtrecError
 from atrec.evaluation.summary import Cell, load_summary, resolve_params_label, summarize
-from atrec.experiments.records import params_label
+from atrec.results.records import params_label
 
 # sd (ddof=1) of the offsets (-0.02, -0.01, 0, 0.01, 0.02): sqrt(0.001 / 4)
 SD = math.sqrt(0.001 / 4)

@@ -22,11 +22,11 @@ from click.testing import CliRunner
 import atrec
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.records import iter_records, record_path
 from atrec.experiments.runner import loop_family
 from atrec.experiments.training import TrainRequest, plan_request, train
 from atrec.names import config_key
 from atrec.propensity.registry import table1_propensities
+from atrec.results.records import iter_records, record_path
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = [0, 1, 2]

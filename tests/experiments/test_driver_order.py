@@ -3,11 +3,11 @@ releases a family's loops once it has nothing left: one compilation per loop, on
 a time, and the same records as a run that keeps every loop."""
 
 from atrec.experiments import driver
-from atrec.experiments.params import HyperParams
-from atrec.experiments.records import load_record, record_path
 from atrec.experiments.runner import RunSpec, loop_family, plan_config
-from atrec.learners import compiled
 from atrec.protocol import ATSettings, TrainSettings
+from atrec.results.params import HyperParams
+from atrec.results.records import load_record, record_path
+from atrec.runtime import compiled
 
 SHORT = TrainSettings(steps=20, batch_size=32)
 SHORT_AT = ATSettings(pre_steps=6, iterations=2, steps_per_iteration=2, batch_size=32)

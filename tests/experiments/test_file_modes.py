@@ -10,8 +10,8 @@ import pytest
 from conftest import SHARED
 
 from atrec import fileio
-from atrec.experiments.records import record_path, save_record
 from atrec.fileio import atomic_write_text, make_folder, temp_folder
+from atrec.results.records import record_path, save_record
 
 
 @pytest.fixture(params=[0o022, 0o077, 0o002], ids=["022", "077", "002"])

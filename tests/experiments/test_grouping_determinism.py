@@ -10,10 +10,11 @@ seeds asked for (the layout before this fix) the MAE comparisons fail.
 
 import pytest
 
-from atrec.experiments.params import HyperParams
-from atrec.experiments.runner import RunSpec, run_config
+from atrec.experiments.driver import run_config
+from atrec.experiments.runner import RunSpec
 from atrec.learners import layout, mf
 from atrec.protocol import ATSettings
+from atrec.results.params import HyperParams
 
 KEYS = ("metrics", "val_loss_trace", "trace")
 

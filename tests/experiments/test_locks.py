@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from atrec.experiments.locks import STALE_AFTER_S, GroupClaim, Holder, claim_path, try_claim
-from atrec.experiments.records import load_record
+from atrec.results.records import load_record
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = ["train", "--dataset", "coat", "--propensity", "item,user", "--seeds", "4",
@@ -147,10 +147,11 @@ def test_a_live_claim_is_left_to_its_owner(tmp_path):
 
 
 def test_run_config_takes_over_a_stale_claim(tiny_data, tmp_path):
-    from atrec.experiments.params import HyperParams
-    from atrec.experiments.records import record_path
-    from atrec.experiments.runner import RunSpec, run_config
+    from atrec.experiments.driver import run_config
+    from atrec.experiments.runner import RunSpec
     from atrec.protocol import TrainSettings
+    from atrec.results.params import HyperParams
+    from atrec.results.records import record_path
 
     spec = RunSpec("tiny", "item", False, HyperParams(4, 1e-3), "published", (0, 1),
                    TrainSettings(steps=20, batch_size=32))

@@ -6,13 +6,14 @@ from click.testing import CliRunner
 
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams
-from atrec.experiments.records import record_path
-from atrec.experiments.runner import RunSpec, run_config
+from atrec.experiments.driver import run_config
+from atrec.experiments.runner import RunSpec
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.learners import mf
 from atrec.propensity.registry import table1_propensities
+from atrec.results.params import HyperParams
+from atrec.results.records import record_path
 
 
 @pytest.mark.parametrize("spec, seeds", [
@@ -84,7 +85,7 @@ def _paper(with_at: bool) -> dict:
 @pytest.mark.slow
 def test_coat_without_at_reproduces_table1_within_one_percent(coat_data, tmp_path, monkeypatch):
     """All six propensities, published parameters, 20 seeds (about 10 s on 2 cores)."""
-    monkeypatch.setattr("atrec.data.preprocess.load_data", lambda name: coat_data)
+    monkeypatch.setattr("atrec.experiments.plan.load_data", lambda name: coat_data)
     outcomes = train(TrainRequest(["coat"], list(table1_propensities()), [False], list(range(20))),
                      root=tmp_path)
     paper = _paper(False)

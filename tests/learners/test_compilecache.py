@@ -1,4 +1,4 @@
-"""The compilation cache on disk (:mod:`atrec.learners.compilecache`): entries are checked and
+"""The compilation cache on disk (:mod:`atrec.runtime.compilecache`): entries are checked and
 pruned, a bad folder turns the cache off with one line, and a loop loaded from the cache in a
 new process, whose TensorFlow counter stands elsewhere, gives the bits of the loop compiled in
 the first process and writes no entry of its own."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from atrec.learners import compilecache
+from atrec.runtime import compilecache
 
 ENTRY = b"\x0a\x03abc" + b"\x12\x05hello" + b"\x1a\x04code"   # key, HLO, executable
 
@@ -113,9 +113,9 @@ FIT = r"""
 import hashlib, json, sys
 import numpy as np
 from atrec.data.synthetic import make_synthetic
-from atrec.experiments.params import HyperParams
+from atrec.results.params import HyperParams
 from atrec.experiments.runner import validation_loss
-from atrec.learners import compilecache, compiled
+from atrec.runtime import compilecache, compiled
 from atrec.protocol import ATSettings, TrainSettings
 import tensorflow as tf
 

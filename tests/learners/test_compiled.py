@@ -1,7 +1,7 @@
-"""The bound on compiled loops (:mod:`atrec.learners.compiled`): a release drops the loops and
+"""The bound on compiled loops (:mod:`atrec.runtime.compiled`): a release drops the loops and
 TensorFlow's context, and the fits after it give the same bits; the policy releases only before
 a new shape, with no fit running, when the fit could take the process above the bound (its
-resident size plus the rise expected of a fit of its kind, :mod:`atrec.learners.memwatch`)."""
+resident size plus the rise expected of a fit of its kind, :mod:`atrec.runtime.memwatch`)."""
 
 import math
 import time
@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams
 from atrec.experiments.runner import validation_loss
-from atrec.learners import at, compiled, memwatch, mf
+from atrec.learners import at, mf
 from atrec.protocol import ATSettings, TrainSettings
+from atrec.results.params import HyperParams
+from atrec.runtime import compiled, memwatch
 
 SHORT = TrainSettings(steps=20, batch_size=64)
 SHORT_AT = ATSettings(pre_steps=10, iterations=2, steps_per_iteration=2, batch_size=64)

@@ -1,4 +1,4 @@
-"""atrec's loops trace without Python stack traces (:mod:`atrec.learners.tracebacks`): their
+"""atrec's loops trace without Python stack traces (:mod:`atrec.runtime.tracebacks`): their
 operations carry none, other code's keep theirs, the user can keep them, and the numbers are
 the same either way."""
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from atrec.experiments.params import HyperParams
 from atrec.experiments.runner import validation_loss
-from atrec.learners import compiled, tracebacks
 from atrec.protocol import ATSettings, TrainSettings
-from atrec.tfquiet import import_tensorflow
+from atrec.results.params import HyperParams
+from atrec.runtime import compiled, tracebacks
+from atrec.runtime.tfquiet import import_tensorflow
 
 tf = import_tensorflow()
 

@@ -8,7 +8,6 @@ import tensorflow as tf
 
 from atrec.errors import AtrecError
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.params import get_params
 from atrec.learners import cause, mf
 from atrec.learners.base import MF
 from atrec.methods.base import FitProblem
@@ -16,6 +15,7 @@ from atrec.methods.cause import CausE
 from atrec.methods.mf_ips import MFIPS
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import TrainSettings
+from atrec.results.params import get_params
 
 SEEDS = (0, 1, 2)
 

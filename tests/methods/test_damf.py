@@ -8,13 +8,13 @@ import tensorflow as tf
 
 from atrec.errors import AtrecError
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.params import get_params
 from atrec.learners import damf, mf
 from atrec.learners.base import MF, StepContext, uniform_cells
 from atrec.methods.base import FitProblem
 from atrec.methods.damf import DAMF
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import TrainSettings
+from atrec.results.params import get_params
 
 SEEDS = (0, 1, 2)
 

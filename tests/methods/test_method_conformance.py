@@ -13,15 +13,16 @@ import math
 import numpy as np
 import pytest
 
+from atrec.experiments.driver import run_config
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.params import HyperParams
-from atrec.experiments.records import SCHEMA, load_record, record_path
-from atrec.experiments.runner import RunSpec, run_config
+from atrec.experiments.runner import RunSpec
 from atrec.methods.base import EPSILON, FitProblem, MethodResult
 from atrec.methods.registry import METHODS, get_method, record_method
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.protocol import ATSettings, TrainSettings
 from atrec.registry import BUILT_IN
+from atrec.results.params import HyperParams
+from atrec.results.records import SCHEMA, load_record, record_path
 
 SEEDS = (0, 1, 2)
 SETTINGS = TrainSettings(steps=30, batch_size=64)

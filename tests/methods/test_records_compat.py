@@ -4,9 +4,9 @@
 import pytest
 
 from atrec.evaluation.summary import load_summary
-from atrec.experiments.records import SCHEMA, record_path, save_record
 from atrec.methods.registry import base_method
 from atrec.names import config_key
+from atrec.results.records import SCHEMA, record_path, save_record
 
 
 def _record(seed: int, with_at: bool, method) -> dict:

@@ -25,12 +25,12 @@ from synthetic_records import NDCG_STANDARD, WITH, WITHOUT, make_record, paper_v
 
 from atrec.errors import AtrecError
 from atrec.evaluation.significance import holm
-from atrec.experiments.records import record_path, save_record
 from atrec.methods.base import Method
 from atrec.methods.registry import METHODS, record_method
 from atrec.names import config_key
 from atrec.reporting.benchmark import benchmark_report, load_benchmark
 from atrec.reporting.tables import FORMATS
+from atrec.results.records import record_path, save_record
 
 SEEDS = (0, 1, 2, 3, 4)
 FAKE = (0.01, 0.02, -0.01, -0.02, 0.0)
@@ -262,7 +262,7 @@ def test_errors_and_no_results(root, tmp_path):
 def test_benchmark_and_evaluation_import_no_tensorflow():
     code = ("import sys\n"
             "sys.modules['tensorflow'] = None  # any 'import tensorflow' now fails\n"
-            "import atrec.reporting.benchmark, atrec.evaluation.check, atrec.evaluation.metrics\n"
+            "import atrec.reporting.benchmark, atrec.reporting.check, atrec.evaluation.metrics\n"
             "import atrec.evaluation.significance, atrec.evaluation.summary\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])

@@ -88,7 +88,7 @@ def test_write_figures_without_traces_or_statistics_writes_nothing(tmp_path):
 
 
 def test_figure2_plots_ratios_and_mse_with_standard_errors(tmp_path):
-    from atrec.experiments.variance import summarize_point
+    from atrec.workflows.variance import summarize_point
 
     def rec(seed, with_at, mse):
         return {"seed": seed, "with_at": with_at, "metrics": {"mse": mse, "mae": mse / 2}}

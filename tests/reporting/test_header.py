@@ -8,9 +8,9 @@ import pytest
 from synthetic_records import make_record, write_records
 
 from atrec import __version__
-from atrec.experiments.records import record_path, save_record
 from atrec.reporting import header
 from atrec.reporting.report import report
+from atrec.results.records import record_path, save_record
 
 SUMS = {"train.ascii": "a" * 64, "test.ascii": "b" * 64}
 

@@ -1,5 +1,4 @@
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -48,13 +47,6 @@ def test_report_writes_figures_and_data_statistics(coat_gaps, tmp_path, monkeypa
                                                 "figure3_pseudo_labelling", "figure4_test_mse")
                            for e in ("png", "pdf"))
     assert out.notices == ()
-
-
-def test_report_without_datastats_module_skips_with_a_notice(coat_gaps, monkeypatch):
-    monkeypatch.setitem(sys.modules, "atrec.data.datastats", None)
-    out = report(root=coat_gaps, stats=True, figures=False, expected_seeds=5)
-    assert "Data statistics" not in out.text
-    assert out.notices[0].startswith("data statistics skipped")
 
 
 def test_report_without_results_says_what_to_run(root, tmp_path):

@@ -26,9 +26,9 @@ from optuna.trial import TrialState
 from atrec import tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams, get_params
 from atrec.experiments.runner import validation_loss
 from atrec.learners import at, mf
+from atrec.results.params import HyperParams, get_params
 from atrec.tuning import (
     Progress,
     SearchSpace,
@@ -169,8 +169,8 @@ def test_small_real_study_completes_and_exports(tiny_data, tmp_path, monkeypatch
 
 def test_studies_run_family_by_family_and_release_between(tiny_data, tmp_path, monkeypatch):
     """Studies that share compiled loops (one method, with or without AT) run together, and
-    the loops of a finished family are dropped before the next (atrec.learners.compiled)."""
-    from atrec.learners import compiled
+    the loops of a finished family are dropped before the next (atrec.runtime.compiled)."""
+    from atrec.runtime import compiled
 
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path / "results"))
     request = TuneRequest(("tiny",), ("item", "uniform"), (False, True), trials=1,

@@ -23,10 +23,11 @@ this replaces, loops keep their traces.
 
 from __future__ import annotations
 
-import os
 import threading
 
-TRACEBACKS_ENV = "ATREC_TF_TRACEBACKS"
+from atrec.runtime import settings
+
+TRACEBACKS_ENV = settings.TF_TRACEBACKS_ENV
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -36,8 +37,7 @@ _installed: bool | None = None      # None: not tried yet; False: TensorFlow lac
 def keep_requested() -> bool:
     """Whether the user asked to keep the traces (``ATREC_TF_TRACEBACKS`` set to a value other
     than empty, ``0``, ``no``, ``false`` or ``off``)."""
-    return os.environ.get(TRACEBACKS_ENV, "").strip().lower() not in ("", "0", "no", "false",
-                                                                        "off")
+    return settings.current().tf_tracebacks
 
 
 def _install() -> bool:
@@ -48,7 +48,7 @@ def _install() -> bool:
         if _installed is not None:
             return _installed
         try:
-            from tensorflow.python.client import pywrap_tf_session
+            from tensorflow.python.client import pywrap_tf_session  # TensorFlow: loaded by now
             from tensorflow.python.util import tf_stack
         except ImportError:
             _installed = False

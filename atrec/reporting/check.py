@@ -48,7 +48,6 @@ from pathlib import Path
 
 from atrec.errors import AtrecError
 from atrec.evaluation.summary import EXPECTED_SEEDS, Cell
-from atrec.experiments.params import PUBLISHED
 from atrec.names import DEFAULT_METHOD, PAPER_METRICS, TABLE_DATASETS
 from atrec.propensity.registry import propensity_label, table1_propensities
 from atrec.reporting.claims import HOLDS, MISSING, Claim, evaluate_claims
@@ -56,6 +55,7 @@ from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, sig
 from atrec.reporting.report import table_summary
 from atrec.reporting.table1 import paper_table
 from atrec.reporting.tables import FORMATS, render
+from atrec.results.params import PUBLISHED
 
 EXIT_FAILED = 4
 GATING_CLAIMS = (1, 2, 3)

@@ -1,6 +1,6 @@
 """The resident size of this process, and the peak it reaches while a stretch of work runs.
 
-The bound on compiled loops (:mod:`atrec.learners.compiled`) is a bound on the process's peak,
+The bound on compiled loops (:mod:`atrec.runtime.compiled`) is a bound on the process's peak,
 so it must know how far a fit takes the process above where it started: the fit's buffers, a
 compilation's transient and the loop it keeps (a tuning trial at Yahoo's size rises by about
 0.2-0.3 GB and falls back; one on Coat by much less). The kernel keeps only the peak of the

@@ -27,11 +27,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from atrec import tuning
+from atrec.data.catalogue import raw_present
+from atrec.data.datastats import data_stats
+from atrec.data.download import download_from_env, env_source, source_env
+from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
-from atrec.experiments.params import TUNED, TUNED_ATREC
-from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.experiments.training import TrainRequest, train
+from atrec.fileio import atomic_write_text
+from atrec.methods.registry import configurations
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.paths import data_dir, results_dir
 from atrec.propensity.registry import table1_propensities
+from atrec.reporting.benchmark import benchmark_report
+from atrec.reporting.check import check, render_check
+from atrec.reporting.report import report
+from atrec.results.params import TUNED, TUNED_ATREC, load_param_table, tuned_params_path
+from atrec.tuning.configs import TuneRequest
+from atrec.workflows import variance as var
 
 
 @dataclass
@@ -73,8 +86,6 @@ class BaselinePlan:
 
 def shipped_values() -> dict:
     """The shipped ``tuned-atrec`` table (``dataset -> config key -> values``)."""
-    from atrec.experiments.params import load_param_table
-
     return load_param_table(TUNED_ATREC)[0]
 
 
@@ -82,9 +93,6 @@ def plan_baselines(datasets, methods=BASELINE_METHODS, propensities=None,
                    at_options=(False, True)) -> list[BaselinePlan]:
     """Per dataset: the baseline configurations and the parameter set they train with
     (``tuned-atrec`` if it holds values for all of them, else ``tuned``, after tuning)."""
-    from atrec.methods.registry import configurations
-    from atrec.names import config_key
-
     shipped = shipped_values()
     props = list(propensities) if propensities is not None else list(table1_propensities())
     plans = []
@@ -98,9 +106,6 @@ def plan_baselines(datasets, methods=BASELINE_METHODS, propensities=None,
 
 def tune_baselines(plans: list[BaselinePlan], trials: int = 25) -> int:
     """Tune every configuration of the plans that need it (resumable); returns the studies run."""
-    from atrec import tuning
-    from atrec.tuning.configs import TuneRequest
-
     studies = 0
     for plan in plans:
         if not plan.needs_tuning:
@@ -116,8 +121,6 @@ def train_baselines(plans: list[BaselinePlan], seeds: int = 20, scheduler: str |
                     progress: Callable[[str], None] | None = None) -> list:
     """Train ``seeds`` seeds of every planned configuration with its plan's parameter set;
     returns the :class:`~atrec.experiments.runner.ConfigOutcome` list."""
-    from atrec.experiments.training import TrainRequest, train
-
     outcomes = []
     for plan in plans:
         methods, props, ats = plan.selection()
@@ -132,8 +135,6 @@ def baseline_report(plans: list[BaselinePlan], table1_params: str, seeds: int = 
     """The benchmark tables (``atrec report --table benchmark``) of the planned datasets:
     MF-IPS from ``table1_params`` (Table 1's set), each baseline from its plan's set; datasets
     that share a parameter set share one table."""
-    from atrec.reporting.benchmark import benchmark_report
-
     groups: dict[str, list[str]] = {}
     for plan in plans:
         sets = ",".join(dict.fromkeys([table1_params, plan.params]))
@@ -163,9 +164,6 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
     values for a dataset, trained with ``seeds`` seeds, and their benchmark table in the report;
     ``baseline_methods`` / ``baseline_propensities`` (default: the paper's six) narrow them.
     """
-    from atrec.data.catalogue import raw_present
-    from atrec.data.download import download_from_env, env_source, source_env
-
     result = PipelineResult()
 
     def stage(name: str, func: Callable[[], str]) -> None:
@@ -191,9 +189,6 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
         return "; ".join(done) + f" (in {data_dir()})"
 
     def do_preprocess() -> str:
-        from atrec.data.datastats import data_stats
-        from atrec.data.preprocess import load_data
-
         parts = []
         for name in available:
             stats = data_stats(load_data(name))
@@ -222,15 +217,11 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
                 f"runs trained, {reused} reused ({sets} parameters)")
 
     def do_tune() -> str:
-        from atrec import tuning
-
         studies = tuning.tune_all(table_sets, list(table1_propensities()), [False, True], trials=trials,
                                   quiet=True)
         return f"{len(studies)} studies x {trials} trials; best parameters in {tuning_path()}"
 
     def do_train() -> str:
-        from atrec.experiments.training import TrainRequest, train
-
         outcomes = train(TrainRequest(table_sets, list(table1_propensities()), [False, True],
                                       list(range(seeds)), params=params),
                          scheduler=scheduler, echo=progress)
@@ -240,17 +231,12 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
                 f"trained, {reused} reused ({params} parameters)")
 
     def do_variance() -> str:
-        from atrec.experiments import variance as var
-
         out = var.reproduce_variance(seeds=seeds, tune_trials=trials if tune else None,
                                      echo=progress)
         result.outputs.update(out.outputs)
         return out.summary
 
     def do_report() -> str:
-        from atrec.fileio import atomic_write_text
-        from atrec.reporting.report import report
-
         out = report(datasets=table_sets, fmt="markdown", std=True, ndcg="both", compare="paper",
                      stats=True, params=params, expected_seeds=seeds)
         text = out.text
@@ -264,9 +250,6 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
         return f"{path} and {len(out.figures)} figure files under {results_dir() / 'figures'}"
 
     def do_check() -> str:
-        from atrec.evaluation.check import check, render_check
-        from atrec.fileio import atomic_write_text
-
         res = check(datasets=table_sets, params_label=params, expected_seeds=seeds)
         path = results_dir() / "check.txt"
         atomic_write_text(path, render_check(res) + "\n")
@@ -297,6 +280,4 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = 25, variance: b
 
 
 def tuning_path() -> Path:
-    from atrec.experiments.params import tuned_params_path
-
     return tuned_params_path()

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 import atrec
 from atrec.cli import main
-from atrec.experiments.records import SCHEMA, record_path, save_record
 from atrec.names import METRICS, config_key
+from atrec.results.records import SCHEMA, record_path, save_record
 
 
 def _record(seed: int, with_at: bool, method=None, propensity="item", params_source="published",
@@ -129,7 +129,7 @@ def test_bad_input_is_one_line(root, args, code, message):
 
 
 def test_parquet_without_pyarrow_names_the_extra(root, tmp_path, monkeypatch):
-    from atrec import export
+    from atrec.reporting import export
 
     monkeypatch.setattr(export.importlib.util, "find_spec", lambda name: None)
     result = CliRunner().invoke(main, ["export", "--format", "parquet", "-o",

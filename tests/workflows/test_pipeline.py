@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from conftest import SHARED
 
 from atrec.cli import main
-from atrec.experiments import pipeline
-from atrec.experiments.params import TUNED, TUNED_ATREC, load_param_table
 from atrec.names import NO_PROPENSITY
+from atrec.results.params import TUNED, TUNED_ATREC, load_param_table
+from atrec.workflows import pipeline
 
 
 @pytest.fixture

@@ -40,8 +40,8 @@ the ratio with AT / without AT, computed per seed on the seeds that have both an
 """
 
 
-from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
-from atrec.experiments.variance.request import (
+from atrec.workflows.variance.data import build_point_data, check_min_items, run_spec
+from atrec.workflows.variance.request import (
                                                 DATA_DRAWS,
                                                 DATA_SEED,
                                                 DATASET,
@@ -55,7 +55,7 @@ from atrec.experiments.variance.request import (
                                                 protocol_settings,
                                                 variance_dataset,
 )
-from atrec.experiments.variance.run import (
+from atrec.workflows.variance.run import (
                                                 VarianceReport,
                                                 VarianceResult,
                                                 check_reusable,
@@ -64,14 +64,14 @@ from atrec.experiments.variance.run import (
                                                 run_variance,
                                                 variance_report,
 )
-from atrec.experiments.variance.summary import (
+from atrec.workflows.variance.summary import (
                                                 MeanSE,
                                                 VariancePoint,
                                                 describe_settings,
                                                 summarize_point,
                                                 variance_rows,
 )
-from atrec.experiments.variance.tuning import tune_variance
+from atrec.workflows.variance.tuning import tune_variance
 
 __all__ = ["DATASET", "DATA_DRAWS", "DATA_SEED", "DEFAULT", "FIGURE_NAME", "PROPENSITY",
            "VARIANCE_METRICS", "MeanSE", "VariancePoint", "VarianceReport", "VarianceRequest",

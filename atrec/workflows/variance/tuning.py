@@ -8,13 +8,13 @@ from pathlib import Path
 
 from atrec import tuning
 from atrec.data.ratings import RatingData
-from atrec.experiments.params import HyperParams
 from atrec.experiments.runner import validation_loss
-from atrec.experiments.variance.data import build_point_data
-from atrec.experiments.variance.request import DATA_SEED, PROPENSITY
 from atrec.propensity.builtin import DataItem
 from atrec.protocol import SAMPLER_SEED, TUNING_SEED, settings_dict
+from atrec.results.params import HyperParams
 from atrec.tuning import storage as tuning_storage
+from atrec.workflows.variance.data import build_point_data
+from atrec.workflows.variance.request import DATA_SEED, PROPENSITY
 
 
 def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequence[bool],

@@ -4,7 +4,7 @@ import numpy as np
 def test_records_are_standard_json_with_null_for_nan(tmp_path):
     import json
 
-    from atrec.experiments.records import load_record, save_record
+    from atrec.results.records import load_record, save_record
 
     path = tmp_path / "r.json"
     save_record({"trace": {"pseudo_loss": np.array([0.5, np.nan]), "n": [np.float32(np.inf), 1]},

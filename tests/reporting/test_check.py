@@ -7,7 +7,7 @@ from synthetic_records import write_records
 
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.evaluation.check import DEFAULT_TOLERANCES, Tolerance, check, render_check
+from atrec.reporting.check import DEFAULT_TOLERANCES, Tolerance, check, render_check
 from atrec.reporting.claims import FAILS, HOLDS, MISSING
 
 SE = math.sqrt(0.001 / 4) / math.sqrt(5)  # standard error of every synthetic cell

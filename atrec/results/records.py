@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
+from atrec._version import __version__
 from atrec.errors import AtrecError
 from atrec.fileio import atomic_write_bytes, atomic_write_text  # noqa: F401  (re-exported)
 from atrec.paths import results_dir
@@ -41,8 +42,8 @@ PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click"
 
 def params_label(source_label: str) -> str:
     """Folder name for a parameter set: ``published``, ``default`` (the ML-100K default set of
-    :mod:`atrec.experiments.variance`), ``tuned-atrec``, ``reference``, ``tuned`` or
-    ``file-<hash>`` (the named sets of :mod:`atrec.experiments.params`)."""
+    :mod:`atrec.workflows.variance`), ``tuned-atrec``, ``reference``, ``tuned`` or
+    ``file-<hash>`` (the named sets of :mod:`atrec.results.params`)."""
     if source_label in ("published", "default", "tuned-atrec", "reference"):
         return source_label
     if source_label == "tuned" or source_label.startswith("tuned:"):
@@ -204,8 +205,6 @@ def _package_versions() -> dict:
 
 def provenance(data_checksums: dict | None = None, elapsed_s: float | None = None) -> dict:
     """The provenance block of a record: command line, versions, data checksums, time, host."""
-    from atrec import __version__
-
     return {
         "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
         "atrec_version": __version__,

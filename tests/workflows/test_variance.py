@@ -14,9 +14,11 @@ from atrec.cli import main
 from atrec.data.ratings import Ratings
 from atrec.data.splits import Split
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams
-from atrec.experiments.records import record_path
-from atrec.experiments.variance import (
+from atrec.learners import mf
+from atrec.propensity.builtin import DataItem
+from atrec.results.params import HyperParams
+from atrec.results.records import record_path
+from atrec.workflows.variance import (
     MeanSE,
     VarianceRequest,
     describe_params,
@@ -30,8 +32,6 @@ from atrec.experiments.variance import (
     variance_report,
     variance_rows,
 )
-from atrec.learners import mf
-from atrec.propensity.builtin import DataItem
 
 FEW_STEPS = mf.TrainSettings(steps=30)
 
@@ -172,8 +172,8 @@ def test_fixed_draw_is_shared_and_per_seed_draws_differ(reduced_run, ml100k_data
 
 def test_each_point_releases_its_loops_after_training(ml100k_data, tmp_path, monkeypatch):
     """Every min_items has its own table sizes, so its compiled loops are dropped once the point
-    is trained (atrec.learners.compiled.retire), unless ATREC_MEMORY_BOUND_MB=0 keeps them."""
-    from atrec.learners import compiled
+    is trained (atrec.runtime.compiled.retire), unless ATREC_MEMORY_BOUND_MB=0 keeps them."""
+    from atrec.runtime import compiled
 
     request = VarianceRequest(min_items=(50, 20), at_options=(False,), seeds=(0,),
                               settings=FEW_STEPS)

@@ -29,8 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from atrec.errors import AtrecError
-from atrec.experiments.records import iter_records, params_label
+from atrec.evaluation.summary import resolve_params_label
+from atrec.fileio import atomic_write, atomic_write_text
+from atrec.methods.registry import base_method
 from atrec.names import METRICS
+from atrec.paths import results_dir
+from atrec.results.records import iter_records, params_label
 
 RUN_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "params_source",
                "variant", "seed", "model_seed", "batch_seed")
@@ -49,8 +53,6 @@ def _variant(record: dict) -> str:
 
 
 def _matches(record: dict, datasets, methods, params) -> bool:
-    from atrec.methods.registry import base_method
-
     if datasets and record["dataset"] not in datasets:
         return False
     if methods and base_method(record) not in methods:
@@ -66,8 +68,6 @@ def _resolve_params(params: Sequence[str] | None) -> set[str] | None:
     """``--params`` values as labels; a bare set (``published``) selects all its variants."""
     if not params:
         return None
-    from atrec.evaluation.summary import resolve_params_label
-
     return {resolve_params_label(p) for p in params}
 
 
@@ -79,8 +79,6 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
     ``datasets``, ``methods``: names to keep (default: all); ``params``: parameter sets
     (``published``, ``tuned``, a parameter file, or with a variant: ``published+ips``).
     """
-    from atrec.methods.registry import base_method
-
     labels = _resolve_params(params)
     rows, hyper = [], {}
     for record in iter_records(root):
@@ -118,7 +116,7 @@ def load_runs(root: Path | str | None = None, datasets: Sequence[str] | None = N
     single string is taken as a one-element list. An empty selection gives an empty frame with
     the fixed columns.
     """
-    import pandas as pd
+    import pandas as pd  # heavy, and only for a frame: import atrec must not load it
 
     rows, columns = run_rows(None if root is None else Path(root), _names(datasets),
                              _names(methods), _names(params))
@@ -146,8 +144,6 @@ def export_runs(fmt: str, output: Path | None, root: Path | None = None,
     ``(csv text or None, number of rows)``. Raises :class:`AtrecError` for a bad format,
     Parquet without pyarrow or without ``output``, an empty selection (exit code 3) or an
     output that cannot be written."""
-    from atrec.fileio import atomic_write, atomic_write_text
-
     if fmt not in EXPORT_FORMATS:
         raise AtrecError(f"unknown export format '{fmt}': choose from {', '.join(EXPORT_FORMATS)}")
     if fmt == "parquet":
@@ -172,8 +168,6 @@ def export_runs(fmt: str, output: Path | None, root: Path | None = None,
 
 
 def _empty_message(root, datasets, methods, params) -> str:
-    from atrec.paths import results_dir
-
     where = (results_dir() if root is None else Path(root)) / "runs"
     asked = [f"{what} {', '.join(v)}" for what, v in (("dataset", datasets), ("method", methods),
                                                       ("params", params)) if v]

@@ -11,13 +11,21 @@ from pathlib import Path
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
 from atrec.experiments import interrupt
-from atrec.experiments.params import TUNED
+from atrec.experiments.driver import run_config
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.records import RecordError, load_record, params_label, record_path
-from atrec.experiments.runner import ConfigOutcome, RunSpec, run_config
+from atrec.experiments.runner import ConfigOutcome, RunSpec
 from atrec.experiments.training import ensure_data
-from atrec.experiments.variance.data import build_point_data, check_min_items, run_spec
-from atrec.experiments.variance.request import (
+from atrec.fileio import atomic_write_text
+from atrec.names import config_key
+from atrec.paths import results_dir
+from atrec.protocol import settings_dict
+from atrec.reporting.figures import figure2, save_figure
+from atrec.reporting.tables import render
+from atrec.results.params import TUNED
+from atrec.results.records import RecordError, load_record, params_label, record_path
+from atrec.runtime import compiled
+from atrec.workflows.variance.data import build_point_data, check_min_items, run_spec
+from atrec.workflows.variance.request import (
     DATASET,
     DEFAULT,
     FIGURE_NAME,
@@ -26,16 +34,13 @@ from atrec.experiments.variance.request import (
     load_variance_params,
     variance_dataset,
 )
-from atrec.experiments.variance.summary import (
+from atrec.workflows.variance.summary import (
     VariancePoint,
     describe_settings,
     summarize_point,
     variance_rows,
 )
-from atrec.experiments.variance.tuning import tune_variance
-from atrec.learners import compiled
-from atrec.names import config_key
-from atrec.protocol import settings_dict
+from atrec.workflows.variance.tuning import tune_variance
 
 
 @dataclass
@@ -107,8 +112,6 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
             # every point has its own table sizes, so its loops are not needed again
             compiled.retire()
     if figures:
-        from atrec.reporting.figures import figure2, save_figure
-
         if out_dir is None and root is not None:
             out_dir = root / "figures"
         fig = figure2(result.points, params_label(source), note=describe_settings(request))
@@ -241,10 +244,6 @@ def variance_report(request: VarianceRequest, data: RatingData | None = None,
                     echo: Callable[[str], None] | None = None) -> VarianceReport:
     """:func:`run_variance` (``echo``: its progress lines), then ``<root>/variance.md`` (the table, the parameter and settings
     lines) beside Figure 2; returns the paths and a one-line summary. Resumable."""
-    from atrec.fileio import atomic_write_text
-    from atrec.paths import results_dir
-    from atrec.reporting.tables import render
-
     result = run_variance(request, data, root=root, quiet=quiet, echo=echo)
     base = results_dir() if root is None else Path(root)
     table = base / "variance.md"

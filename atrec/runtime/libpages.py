@@ -10,7 +10,7 @@ back in the next fit, a new loop traced and loaded included.
 
 The kernel would drop such clean, file-backed pages under memory pressure anyway, so this
 changes what the process holds, not what the machine can do; it makes the resident size, the
-figure users and atrec's memory bound (:mod:`atrec.learners.compiled`) read, say what the
+figure users and atrec's memory bound (:mod:`atrec.runtime.compiled`) read, say what the
 process needs. A compilation reads about 0.1 GB of them again (LLVM), so a fit that makes a
 new loop watches them (:class:`Steady`). :func:`give_back` asks the kernel to reclaim them
 (``madvise(MADV_PAGEOUT)``, Linux 5.4 and later) for every read-only mapping of a shared
@@ -83,7 +83,7 @@ def file_mb() -> float:
 
 
 class Steady:
-    """Called often while a new loop is made (tracing, compiling: :mod:`atrec.learners.compiled`
+    """Called often while a new loop is made (tracing, compiling: :mod:`atrec.runtime.compiled`
     calls it on each sample of its memory watch), it gives pages back each time :data:`SLACK_MB`
     more are resident than after its last give-back, so that a compilation's reads do not pile
     up, and a working set larger than that is read back at most once per ``SLACK_MB``."""

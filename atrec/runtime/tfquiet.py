@@ -7,8 +7,8 @@ logging before anything initialises it, so ``TF_CPP_MIN_LOG_LEVEL`` (read later)
 them, and absl's C++ log has no environment switch. atrec therefore:
 
 - sets the documented switches before TensorFlow loads, without overriding a value the user
-  set: ``TF_CPP_MIN_LOG_LEVEL=3`` (:func:`quiet_defaults`, called by ``atrec/__init__.py``) and
-  the Python ``absl`` logger's verbosity (errors only);
+  set: ``TF_CPP_MIN_LOG_LEVEL=3`` (:func:`quiet_defaults`, called by
+  :func:`atrec.runtime.configure`) and the Python ``absl`` logger's verbosity (errors only);
 - imports TensorFlow once through :func:`import_tensorflow`, which holds back the native lines
   written during the import whose severity is below ``TF_CPP_MIN_LOG_LEVEL`` (0 = info,
   1 = warning, 2 = error, 3 = fatal only) and passes every other line through. A user who sets
@@ -20,7 +20,7 @@ run: one per dim tried). atrec compiles one loop per dim and table size on purpo
 (``atrec.learners.mf._fit_loop``), so unless ``TF_CPP_MIN_LOG_LEVEL`` is 0 that warning is
 dropped (:class:`RetracingFilter`); every other Python-side message passes.
 
-``TF_ENABLE_ONEDNN_OPTS`` is not a log switch: :mod:`atrec.heap` sets it, for memory.
+``TF_ENABLE_ONEDNN_OPTS`` is not a log switch: :mod:`atrec.runtime.heap` sets it, for memory.
 """
 
 from __future__ import annotations
@@ -75,26 +75,26 @@ def import_tensorflow():
     _quiet_python_side(level)
     if level >= 3:
         try:
-            from absl import logging as absl_logging
+            from absl import logging as absl_logging  # TensorFlow's dependency: set before it loads
 
             absl_logging.set_verbosity(absl_logging.ERROR)
         except ImportError:
             pass
     if level <= 0:
-        import tensorflow
+        import tensorflow  # this function is TensorFlow's one import
 
         return tensorflow
     sys.stderr.flush()
     try:
         saved = os.dup(2)
     except OSError:  # no standard error to filter
-        import tensorflow
+        import tensorflow  # as above, unfiltered
 
         return tensorflow
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            import tensorflow
+            import tensorflow  # as above, its start-up lines captured
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)

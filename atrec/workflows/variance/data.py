@@ -8,10 +8,10 @@ import numpy as np
 from atrec.data.ml100k import VarianceData, build_variance_data
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
-from atrec.experiments.params import HyperParams
 from atrec.experiments.runner import RunSpec
-from atrec.experiments.variance.request import PROPENSITY, VarianceRequest
 from atrec.propensity.builtin import DataItem
+from atrec.results.params import HyperParams
+from atrec.workflows.variance.request import PROPENSITY, VarianceRequest
 
 
 def check_min_items(ratings: RatingData, min_items: int) -> None:

@@ -1,8 +1,8 @@
 """How the process keeps its memory: glibc's heaps and TensorFlow's CPU allocator.
 
-Two settings, each read once at start-up, so ``atrec/__init__.py`` applies them first thing.
-Neither changes a number atrec computes (where a buffer lives is not what is computed), but see
-below for TensorFlow's op-by-op kernels.
+Two settings, each read once at start-up, so :func:`atrec.runtime.configure` applies them first
+thing. Neither changes a number atrec computes (where a buffer lives is not what is computed),
+but see below for TensorFlow's op-by-op kernels.
 
 **glibc's heaps: two, unless the user chose** (``MALLOC_ARENA_MAX``). glibc gives each new thread
 that allocates a heap (an *arena*) of its own, up to eight per core, and memory freed in one

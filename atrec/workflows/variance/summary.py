@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.experiments.variance.request import DATA_SEED, VARIANCE_METRICS, VarianceRequest
 from atrec.protocol import settings_dict
+from atrec.workflows.variance.request import DATA_SEED, VARIANCE_METRICS, VarianceRequest
 
 
 @dataclass(frozen=True)

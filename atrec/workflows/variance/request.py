@@ -12,11 +12,11 @@ import yaml
 
 from atrec.data.ml100k import MIN_ITEMS_GRID
 from atrec.errors import AtrecError
-from atrec.experiments.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
 from atrec.limits import MAX_MIN_ITEMS
 from atrec.names import config_key
 from atrec.propensity.builtin import DataItem
 from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
+from atrec.results.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
 
 DATASET = "ml-100k"
 PROPENSITY = DataItem.name   # Figure 2's data-level P(i); records before it said "item"

@@ -11,17 +11,18 @@ TensorFlow's eager context, whose device owns the compilation cache. :func:`befo
 that before a fit that needs a loop this process has not compiled since the last release,
 when the fit could take the process above :func:`bound_mb`: its resident size now plus
 what the last such fit of its kind kept and the most a fit of its kind went above where it
-ended (:mod:`atrec.learners.memwatch` samples each fit's peak). :func:`retire` does it when a
+ended (:mod:`atrec.runtime.memwatch` samples each fit's peak). :func:`retire` does it when a
 planned run will not need the loops it holds again. The next fit of a released shape traces
-it again and loads it from the compilation cache on disk (:mod:`atrec.learners.compilecache`),
+it again and loads it from the compilation cache on disk (:mod:`atrec.runtime.compilecache`),
 or compiles it where the cache is off: the same code either way, so the same numbers
 (``tests/learners/test_compiled.py``).
 Measured on 2 cores (``docs/performance.md``, "Memory of long runs").
 
 The library pages that importing TensorFlow, tracing and compiling read, and the loops do not
-run, are given back (:mod:`atrec.libpages`) before the process's first fit, while a fit makes a
-new loop (each time :data:`atrec.libpages.SLACK_MB` more were read: a compilation reads about
-0.1 GB) and after it, under the same switch (``ATREC_MEMORY_BOUND_MB=0`` keeps them).
+run, are given back (:mod:`atrec.runtime.libpages`) before the process's first fit, while a fit
+makes a new loop (each time :data:`atrec.runtime.libpages.SLACK_MB` more were read: a
+compilation reads about 0.1 GB) and after it, under the same switch
+(``ATREC_MEMORY_BOUND_MB=0`` keeps them).
 
 Tensors and loops made before a release keep working (they hold the old context); a plug-in
 that caches its own ``tf.function`` objects keeps their memory until it drops them, and may
@@ -33,13 +34,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
-import os
 import threading
 
-from atrec import libpages
 from atrec.errors import AtrecError
-from atrec.learners import compilecache, memwatch, tracebacks
-from atrec.tfquiet import import_tensorflow
+from atrec.runtime import compilecache, libpages, memwatch, settings, tracebacks
+from atrec.runtime.tfquiet import import_tensorflow
 
 BOUND_MB = 1500
 """The peak resident size (MB) a process should stay under: a fit that needs a new compiled
@@ -55,7 +54,7 @@ and load from the compilation cache on disk, 7.4 s to compile), so a low bound p
 (1.45 GB), a Yahoo-size AT study releases when it holds about seven AT loops (1.46 GB).
 Planned runs (``atrec train``) release at no cost instead, family by family (:func:`retire`)."""
 
-BOUND_ENV = "ATREC_MEMORY_BOUND_MB"
+BOUND_ENV = settings.MEMORY_BOUND_ENV
 
 _caches: list = []
 _lock = threading.Lock()
@@ -70,8 +69,8 @@ releases = 0            # how many times this process released its loops (for re
 def loop_cache(factory):
     """``functools.cache`` for a function that builds compiled loops, registered so that
     :func:`release` empties it. The loops it returns trace with stable names, so that the
-    compilation cache on disk finds them again (:mod:`atrec.learners.compilecache`), and
-    without Python stack traces on their operations (:mod:`atrec.learners.tracebacks`)."""
+    compilation cache on disk finds them again (:mod:`atrec.runtime.compilecache`), and
+    without Python stack traces on their operations (:mod:`atrec.runtime.tracebacks`)."""
     @functools.cache
     def cached(*args, **kwargs):
         loop = compilecache.stable(factory(*args, **kwargs), factory, args, kwargs)
@@ -87,7 +86,7 @@ rss_mb = memwatch.rss_mb
 
 def bound_mb() -> float:
     """:data:`BOUND_MB`, or ``ATREC_MEMORY_BOUND_MB`` (a positive number; ``0``: no bound)."""
-    text = os.environ.get(BOUND_ENV, "").strip()
+    text = settings.current().memory_bound
     if not text:
         return BOUND_MB
     try:
@@ -104,7 +103,7 @@ def release() -> None:
     """Drop every registered loop cache and TensorFlow's eager context (with its compilation
     cache), then give freed heap back to the system."""
     global releases
-    from tensorflow.python.eager import context
+    from tensorflow.python.eager import context  # TensorFlow: loaded by the first fit only
 
     for cache in _caches:
         cache.cache_clear()

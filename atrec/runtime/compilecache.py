@@ -4,14 +4,14 @@ XLA spends most of a loop's first call optimising and generating code: about 4.5
 8 s an AT loop on Coat takes on 2 cores. TensorFlow can keep those executables in a folder
 (its persistent compilation cache, ``--tf_xla_persistent_cache_directory``) and load them by a
 key: the traced function's name, its argument shapes and a fingerprint of its HLO. atrec turns
-that on (:func:`configure`, called by ``atrec/__init__.py`` before TensorFlow loads) in
+that on (:func:`configure`, called by :func:`atrec.runtime.configure` before TensorFlow loads) in
 ``ATREC_COMPILE_CACHE`` (default ``~/.cache/atrec/xla``; ``off``: no cache), in a subfolder
 per TensorFlow version, CPU and ``XLA_FLAGS``, so that code made for one machine or one set of
 compiler flags is never loaded under another.
 
 Why names must be made stable. TensorFlow names every traced function (the loop, and each
 ``while_loop`` body inside it) with a process-wide counter, so the same loop gets other names,
-hence another key, in another process or after :func:`atrec.learners.compiled.release`, and the
+hence another key, in another process or after :func:`atrec.runtime.compiled.release`, and the
 cache would never hit. :func:`stable` runs a loop's calls in a *naming scope*: while it is
 active, that counter (``tensorflow.python.framework.ops.uid``) answers a hash of the loop's
 identity (its factory and arguments, the call's shapes), of which naming helper asks, and of
@@ -47,23 +47,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import re
 import shutil
 import sys
 import threading
 import time
+from importlib import metadata
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.runtime import settings
 
-CACHE_ENV = "ATREC_COMPILE_CACHE"
+CACHE_ENV = settings.COMPILE_CACHE_ENV
 OFF = ("off", "0", "no", "false", "none")
 LIMIT_MB = 2000
 """Largest size of the cache folder (MB): an AT loop is 6-12 MB, an MF-IPS loop 1-3 MB, so this
 holds several hundred loops, every loop of Table 1 and of a few tuning runs."""
 
 _FLAG = "--tf_xla_persistent_cache_directory"
-_MARK = "ATREC_XLA_CACHE_FLAG"   # the flag atrec added to TF_XLA_FLAGS, seen by child processes
+_MARK = settings.XLA_CACHE_FLAG_ENV   # the flag atrec added to TF_XLA_FLAGS, seen by children
 _folder: Path | None = None     # where this process's entries go, None when the cache is off
 _local = threading.local()
 _claims: dict = {}               # scope -> id of the loop that named with it (this context)
@@ -80,8 +83,6 @@ def default_root() -> Path:
 def _machine_tag() -> str:
     """A short hash of what decides the code XLA makes here: TensorFlow's version, the CPU
     (model and instruction-set flags) and ``XLA_FLAGS``."""
-    from importlib import metadata
-
     version = "unknown"
     for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly"):
         try:
@@ -95,8 +96,6 @@ def _machine_tag() -> str:
             cpu = "".join(sorted({line for line in f
                                   if line.startswith(("model name", "flags"))}))
     except OSError:
-        import platform
-
         cpu = platform.processor() + platform.machine()
     text = "|".join((version, cpu, os.environ.get("XLA_FLAGS", "")))
     return f"tf{version}-" + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
@@ -112,7 +111,7 @@ def configure() -> Path | None:
     global _folder
     _folder = None
     _drop_inherited_flag()
-    choice = os.environ.get(CACHE_ENV, "").strip()
+    choice = settings.current().compile_cache
     if choice.lower() in OFF or _FLAG in os.environ.get("TF_XLA_FLAGS", ""):
         return None
     folder = (Path(choice).expanduser() if choice else default_root()) / _machine_tag()
@@ -140,7 +139,8 @@ def _drop_inherited_flag() -> None:
     ``ATREC_XLA_CACHE_FLAG``), so that a child (a worker, a benchmark's run) decides for itself
     from its own ``ATREC_COMPILE_CACHE``, and names its loops stably, instead of taking the flag
     for the user's choice."""
-    ours = os.environ.pop(_MARK, "")
+    ours = settings.current().xla_cache_flag
+    os.environ.pop(_MARK, None)
     flags = os.environ.get("TF_XLA_FLAGS", "")
     if ours and ours in flags.split():
         rest = " ".join(flag for flag in flags.split() if flag != ours)
@@ -250,7 +250,7 @@ def _install() -> bool:
     if _installed:
         return True
     try:
-        from tensorflow.python.framework import ops
+        from tensorflow.python.framework import ops  # TensorFlow: loaded by the first fit only
     except ImportError:
         return False
     if not callable(getattr(ops, "uid", None)):
@@ -289,7 +289,7 @@ def _describe(value) -> str:
 
 def forget() -> None:
     """Forget which loops named with which scope: TensorFlow's context was reset
-    (:func:`atrec.learners.compiled.release`), so the names are free again."""
+    (:func:`atrec.runtime.compiled.release`), so the names are free again."""
     _claims.clear()
 
 
@@ -323,7 +323,7 @@ class Stable:
             _local.scope = None
 
     def _call(self, args, kwargs):
-        import tensorflow as tf
+        import tensorflow as tf  # loaded already: a loop is being called
 
         try:
             return self._loop(*args, **kwargs)
@@ -353,7 +353,7 @@ def _cache_problem(err) -> str | None:
       which, so every entry of the folder goes (a cache: they are compiled again).
     * An entry removed between TensorFlow's check and its read (``NotFound`` naming the folder):
       another process pruned the folder; nothing to remove."""
-    import tensorflow as tf
+    import tensorflow as tf  # loaded already: a loop call failed
 
     if _folder is None:
         return None

@@ -1,0 +1,77 @@
+"""The plan of ``atrec train`` and ``atrec run``: a selection of datasets, methods, propensities
+and AT options (:class:`TrainRequest`) turned into the plan of every configuration
+(:func:`plan_request`), which a local run (:func:`atrec.experiments.training.train`) and a run
+on a Dask cluster (:mod:`atrec.experiments.distributed`) both train."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from atrec.data.catalogue import raw_present
+from atrec.data.download import download_from_env
+from atrec.data.preprocess import load_data
+from atrec.data.ratings import RatingData
+from atrec.experiments.runner import ConfigPlan, RunSpec, plan_config
+from atrec.methods.registry import configurations
+from atrec.names import DEFAULT_METHOD
+from atrec.protocol import AUTHORS_BATCH_SEED, ATSettings, TrainSettings
+from atrec.results.params import get_params
+
+
+def ensure_data(name: str, quiet: bool = False) -> RatingData:
+    """The preprocessed dataset, downloading and preprocessing it first if needed.
+
+    A download takes its source from ``ATREC_<NAME>_SOURCE`` (e.g. ``ATREC_COAT_SOURCE``,
+    ``ATREC_YAHOO_SOURCE``) when set, else the official URL (Yahoo has none: see
+    ``atrec download yahoo``).
+    """
+    if not raw_present(name):
+        download_from_env(name, quiet=quiet)
+    return load_data(name)
+
+
+@dataclass
+class TrainRequest:
+    """The selection of ``atrec train`` / ``atrec run`` (names already validated)."""
+
+    datasets: list[str]
+    propensities: list[str]
+    at_options: list[bool]
+    seeds: list[int]
+    params: str = "published"
+    force: bool = False
+    batch_seed: int | None = AUTHORS_BATCH_SEED
+    loss: str = "snips"
+    download: bool = False
+    methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
+
+    def configurations(self, dataset: str | None = None) -> list[tuple[str, str, bool]]:
+        """``(method, propensity, with_at)`` in training order (:func:`configurations`), for
+        ``dataset`` when given (estimators that do not apply to it left out)."""
+        return configurations(self.methods, self.propensities, self.at_options, dataset)
+
+
+def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData, list[ConfigPlan]]]:
+    """Per dataset of ``request``: the data and the plan of every configuration, in training
+    order. Shared by local and Dask runs (:func:`train`)."""
+    configs = {d: request.configurations(d) for d in request.datasets}
+    # resolve every parameter set first: a bad --params fails before any data is touched
+    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0])
+              for d in request.datasets for c in configs[d]}
+    for dataset in request.datasets:
+        if request.download:
+            data = ensure_data(dataset, quiet=True)
+        else:
+            data = load_data(dataset)
+        plans = []
+        for method, propensity, with_at in configs[dataset]:
+            params, source = chosen[(dataset, (method, propensity, with_at))]
+            at_settings = (ATSettings(loss=request.loss, batch_seed=request.batch_seed)
+                           if with_at else None)
+            spec = RunSpec(
+                dataset, propensity, with_at, params, source, tuple(request.seeds),
+                TrainSettings(loss=request.loss, batch_seed=request.batch_seed), at_settings,
+                method=method)
+            plans.append(plan_config(data, spec, root, force=request.force))
+        yield data, plans
