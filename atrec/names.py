@@ -10,7 +10,8 @@ from atrec.errors import AtrecError
 
 DATASETS = ("coat", "yahoo", "ml-100k")
 DATASET_LABELS = {"yahoo": "Yahoo! R3", "coat": "Coat", "ml-100k": "MovieLens 100K"}
-# The metrics of every record, their table labels and which way is better.
+# The metrics of every saito2020 record (the default protocol's, atrec.protocols), their table
+# labels and which way is better; every registered metric: atrec.evaluation.registry.
 METRICS = ("mae", "mse", "ndcg3_paper", "ndcg3_standard")
 METRIC_LABELS = {"mae": "MAE", "mse": "MSE", "ndcg3_paper": "nDCG@3",
                  "ndcg3_standard": "nDCG@3 (standard)"}
@@ -22,6 +23,8 @@ TABLE_DATASETS = ("yahoo", "coat")  # the datasets of Table 1, in the paper's ro
 
 # The default method's configurations keep the keys they had before methods were named.
 DEFAULT_METHOD = "mf-ips"
+# The default protocol (atrec.protocols): the paper's; its records keep their folders.
+DEFAULT_PROTOCOL = "saito2020"
 # The propensity slot of a method that weights nothing (it runs once, with weights 1).
 NO_PROPENSITY = "none"
 

@@ -27,6 +27,20 @@ RESAMPLE = ("step", "iteration")
 # AT's pseudo-label sampler, recorded with its settings: records made before the survivor-mask
 # sampler (same law, other draws) have no such field.
 AT_SAMPLER = "survivor-mask"
+# How the bias terms start: N(0, 0.01^2) with b = 0.001 (the Saito 2020 code), or all zero (the
+# IJCAI 2022 code). Embedding tables are Glorot-uniform under both.
+BIAS_INITS = ("normal", "zero")
+
+
+def _check_bias_init(value: str) -> None:
+    if value not in BIAS_INITS:
+        raise ValueError(f"unknown bias_init '{value}': choose from {', '.join(BIAS_INITS)}")
+
+
+def _with_bias_init(block: dict, bias_init: str) -> dict:
+    """``block`` plus ``bias_init`` when it is not the default (so saito2020's records keep the
+    settings they always had)."""
+    return block if bias_init == "normal" else {**block, "bias_init": bias_init}
 
 
 def _batch_seed_dict(batch_seed: int | None):
@@ -42,8 +56,10 @@ class TrainSettings:
     learning_rate: float = 0.01
     loss: str = "snips"
     batch_seed: int | None = AUTHORS_BATCH_SEED
+    bias_init: str = "normal"
 
     def __post_init__(self) -> None:
+        _check_bias_init(self.bias_init)
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.batch_size < 1:
@@ -56,9 +72,9 @@ class TrainSettings:
             raise ValueError(f"batch_seed must be >= 0 or None, got {self.batch_seed}")
 
     def as_dict(self) -> dict:
-        return {"steps": self.steps, "batch_size": self.batch_size,
-                "learning_rate": self.learning_rate, "loss": self.loss,
-                "batch_seed": _batch_seed_dict(self.batch_seed)}
+        return _with_bias_init({"steps": self.steps, "batch_size": self.batch_size,
+                                "learning_rate": self.learning_rate, "loss": self.loss,
+                                "batch_seed": _batch_seed_dict(self.batch_seed)}, self.bias_init)
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,7 @@ class ATSettings:
     loss: str = "snips"
     batch_seed: int | None = AUTHORS_BATCH_SEED
     resample: str = "step"
+    bias_init: str = "normal"
 
     def __post_init__(self) -> None:
         if self.resample not in RESAMPLE:
@@ -96,14 +113,15 @@ class ATSettings:
         """The MF-IPS settings whose ``3 * pre_steps`` batches are the pre-training batches."""
         return TrainSettings(steps=3 * self.pre_steps, batch_size=self.batch_size,
                              learning_rate=self.learning_rate, loss=self.loss,
-                             batch_seed=self.batch_seed)
+                             batch_seed=self.batch_seed, bias_init=self.bias_init)
 
     def as_dict(self) -> dict:
         return {"pre_steps": self.pre_steps, "iterations": self.iterations,
                 "steps_per_iteration": self.steps_per_iteration, "batch_size": self.batch_size,
                 "learning_rate": self.learning_rate, "candidate_factor": self.candidate_factor,
                 "loss": self.loss, "resample": self.resample, "sampler": AT_SAMPLER,
-                "batch_seed": _batch_seed_dict(self.batch_seed)}
+                "batch_seed": _batch_seed_dict(self.batch_seed)} | (
+                    {} if self.bias_init == "normal" else {"bias_init": self.bias_init})
 
 
 def variant_suffix(loss: str = "snips", batch_seed: int | None = AUTHORS_BATCH_SEED) -> str:

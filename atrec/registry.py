@@ -43,8 +43,10 @@ class Registry:
     (or ``TypeError``) with a message naming the bad field when a class breaks the contract.
     """
 
-    def __init__(self, kind: str, group: str, validate: Callable[[type], None]) -> None:
+    def __init__(self, kind: str, group: str, validate: Callable[[type], None],
+                 pattern: re.Pattern = NAME_PATTERN) -> None:
         self.kind = kind
+        self.pattern = pattern
         self.group = group
         self._validate = validate
         self._entries: dict[str, Entry] = {}
@@ -62,9 +64,10 @@ class Registry:
         Raises ``ValueError`` for a class that breaks the contract or whose name is taken.
         """
         name = getattr(cls, "name", None)
-        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        if not isinstance(name, str) or not self.pattern.fullmatch(name):
+            allowed = "'-'" if self.pattern is NAME_PATTERN else "'_'"
             raise ValueError(f"{self.kind} class {getattr(cls, '__name__', cls)!r} needs a "
-                             f"'name' of lowercase letters, digits and '-', got {name!r}")
+                             f"'name' of lowercase letters, digits and {allowed}, got {name!r}")
         self._validate(cls)
         if name in self._entries:
             other = self._entries[name].origin

@@ -16,6 +16,7 @@ from atrec.methods.registry import METHODS
 from atrec.names import TABLE_DATASETS, expand
 from atrec.propensity.builtin import BUILT_IN
 from atrec.propensity.registry import PROPENSITIES, propensity_names, table1_propensities
+from atrec.protocols import PROTOCOLS, get_protocol
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
@@ -121,6 +122,26 @@ def builtin_propensities() -> list[str]:
     return [cls.name for cls in BUILT_IN if cls.selectable]
 
 
+def protocol_option(func):
+    """``--protocol``, the same on every command that trains or reads results."""
+    return click.option(
+        "--protocol", default="saito2020", show_default=True,
+        help="The experimental protocol: saito2020 (the paper's) or any registered one "
+             "('atrec methods' lists them, e.g. ijcai2022). Its records live apart: "
+             "<results>/protocols/<name> for any but saito2020.")(func)
+
+
+def check_protocol(name: str) -> str:
+    """``--protocol``'s value as a registered protocol name (one-line error otherwise)."""
+    return PROTOCOLS.entry(name.strip().lower()).name
+
+
+def protocol_root(name: str):
+    """The results folder ``--protocol`` reads: ``None`` (the default) for saito2020."""
+    protocol = get_protocol(check_protocol(name))
+    return None if protocol.is_default else protocol.results_root()
+
+
 def selection_options(func, params: bool = True):
     """The options shared by ``train``, ``run`` and ``tune`` (``tune`` without ``--params``)."""
     options = [
@@ -136,15 +157,17 @@ def selection_options(func, params: bool = True):
                      help="Train the method inside asymmetric tri-training (as A1 and A2)."),
         click.option("--without-at", "without_at", is_flag=True,
                      help="Train the method alone. Give both flags (or neither) for both."),
-        click.option("--params", default="published", show_default=True,
+        click.option("--params", default=None,
                      help="published (the authors' tuned values; for another method, those it "
-                          "ships), tuned (from 'atrec tune'), or a YAML parameter file."),
+                          "ships; saito2020's default), reference (ijcai2022's default: the "
+                          "values its code publishes), tuned (from 'atrec tune'), or a YAML "
+                          "parameter file."),
     ]
     if not params:
         options = options[:-1]  # tune makes parameters rather than taking them
     for option in reversed(options):
         func = option(func)
-    return func
+    return protocol_option(func)
 
 
 

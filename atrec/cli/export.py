@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from atrec.cli.app import echo_notes, friendly_errors, main
+from atrec.cli.app import echo_notes, friendly_errors, main, protocol_option, protocol_root
 from atrec.reporting.export import export_runs
 
 
@@ -32,14 +32,16 @@ def _split(values) -> list[str] | None:
                    "protocol variant), or one variant (published+ips). Default: all.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="File to write (atomically). Default for csv: standard output.")
+@protocol_option
 @friendly_errors
-def export_command(fmt, datasets, methods, params, output) -> None:
+def export_command(fmt, datasets, methods, params, output, protocol) -> None:
     """Export every run as one row (dataset, method, propensity, AT, params, seed): its
     metrics, one column per hyperparameter, the protocol variant and its provenance.
 
     The same table as atrec.load_runs() in Python; records are read from <results>/runs.
     """
-    text, n = export_runs(fmt, output, None, _split(datasets), _split(methods), _split(params))
+    text, n = export_runs(fmt, output, protocol_root(protocol), _split(datasets),
+                          _split(methods), _split(params))
     if text is not None:
         click.echo(text, nl=False)
     else:

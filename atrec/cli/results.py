@@ -16,19 +16,29 @@ from atrec.cli.app import (
     main,
     methods_option,
     one_method,
+    protocol_option,
+    protocol_root,
     table_datasets,
 )
+from atrec.errors import AtrecError
 from atrec.limits import MAX_SEEDS
 from atrec.methods.catalogue import catalogue_rows
 from atrec.paths import require_writable
+from atrec.protocols import get_protocol
 from atrec.reporting.benchmark import benchmark_report
 from atrec.reporting.check import check, render_check
+from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
 
 # the benchmark's parameter sets, in order of preference per method: the authors' MF-IPS values,
 # then the baselines tuned by atrec, then their own authors' values, then the user's tuning
 BENCHMARK_PARAMS = "published,tuned-atrec,reference,tuned"
+
+
+def _protocol_sets(protocol: str) -> str:
+    """The benchmark's parameter sets under another protocol: its own, in its order."""
+    return ",".join(get_protocol(protocol.strip().lower()).param_sets)
 
 
 @main.command("report")
@@ -65,20 +75,26 @@ BENCHMARK_PARAMS = "published,tuned-atrec,reference,tuned"
                    f"{BENCHMARK_PARAMS}; --table paper: published).")
 @click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@protocol_option
 @friendly_errors
 def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, claims,
-                   significance, figures, params, expected_seeds) -> None:
+                   significance, figures, params, expected_seeds, protocol) -> None:
     """Print Table 1 of the paper from your results, with tests, statistics and claims, or the
     benchmark table of every method (--table benchmark).
 
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
+    root = protocol_root(protocol)
+    if root is not None and table == "paper":
+        raise AtrecError(f"--table paper is the paper's Table 1 (protocol saito2020): use "
+                         f"'atrec report --protocol {protocol} --table benchmark'")
     if figures and table == "paper":
         require_writable("results")  # checked before the tables are computed, not at the end
     if table == "benchmark":
-        out = benchmark_report(datasets=table_datasets(datasets),
-                               params=params or BENCHMARK_PARAMS, fmt=fmt,
+        default = BENCHMARK_PARAMS if root is None else _protocol_sets(protocol)
+        out = benchmark_report(root=root, datasets=table_datasets(datasets),
+                               params=params or default, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
                                methods=expand_methods(methods) if methods else None)
         click.echo(out.text)
@@ -109,13 +125,19 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
               help="Cells and claims without results do not fail the check.")
 @click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@protocol_option
 @friendly_errors
-def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds) -> None:
+def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
+                  protocol) -> None:
     """Regression gate: compare your results with the published Table 1 and the paper's claims.
 
     Exit code 0 only when every selected cell is within tolerance and every gating claim holds;
     4 otherwise (tolerances and gating claims: see 'atrec.reporting.check').
     """
+    if protocol_root(protocol) is not None:
+        raise AtrecError(f"protocol '{protocol}' has no published table to check against (the "
+                         f"check holds saito2020's Table 1): use 'atrec report --protocol "
+                         f"{protocol} --table benchmark'")
     result = check(None, table_datasets(datasets), params, allow_missing=allow_missing,
                    expected_seeds=expected_seeds, method=one_method(methods))
     click.echo(render_check(result, fmt))
@@ -130,17 +152,22 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @friendly_errors
 def methods_command(fmt) -> None:
-    """List every registered method and propensity estimator: hyperparameters, search space,
-    what each uses, and where it comes from (built-in, or the package that plugs it in).
+    """List every registered method, propensity estimator and protocol: hyperparameters,
+    search space, what each uses, each protocol's metrics and schedule, and where each comes
+    from (built-in, or the package that plugs it in).
 
     Broken plug-ins are named on standard error with what to do; atrec keeps working.
     """
     methods, propensities, problems = catalogue_rows()
+    protocols, more = protocol_rows()
+    problems = problems + more
     if fmt == "json":
         click.echo(json.dumps({"methods": methods, "propensities": propensities,
-                               "problems": problems}, indent=1))
+                               "protocols": protocols, "problems": problems}, indent=1))
     else:
         click.echo(render(methods, fmt, numparse=False))
         click.echo("")
         click.echo(render(propensities, fmt, numparse=False))
+        click.echo("")
+        click.echo(render(protocols, fmt, numparse=False))
     echo_notes(problems, prefix="warning")

@@ -11,6 +11,7 @@ import click
 from atrec.cli.app import (
     FORMATS,
     TuneProgress,
+    check_protocol,
     echo_notes,
     expand_methods,
     expand_propensities,
@@ -26,6 +27,7 @@ from atrec.limits import MAX_TRIALS
 from atrec.names import TABLE_DATASETS, expand
 from atrec.paths import require_writable
 from atrec.protocol import AUTHORS_BATCH_SEED
+from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
 from atrec.results.params import tuned_params_path
 from atrec.tuning import TuneRequest, tune
@@ -33,14 +35,16 @@ from atrec.tuning import outcome_rows as tune_rows
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
-                   batch_seed, loss, download, **_output_and_scheduler):
+                   batch_seed, loss, download, protocol, **_output_and_scheduler):
+    chosen = get_protocol(check_protocol(protocol))
     at_options = [False, True] if with_at == without_at else [with_at]
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
         propensities=expand_propensities(propensities),
-        at_options=at_options, seeds=parse_seeds(seeds), params=params, force=force,
+        at_options=at_options, seeds=parse_seeds(seeds),
+        params=params or chosen.param_sets[0], force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
-        download=download, methods=expand_methods(methods))
+        download=download, methods=expand_methods(methods), protocol=chosen.name)
 
 
 def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
@@ -93,7 +97,7 @@ def run_command(**options) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
 @friendly_errors
 def tune_command(datasets, methods, propensities, with_at, without_at, trials, storage,
-                 study_prefix, fmt, quiet) -> None:
+                 study_prefix, fmt, quiet, protocol) -> None:
     """Tune dim, lam (and epsilon with AT) with Optuna TPE; export the best to --params tuned.
 
     One study per dataset, method, propensity and with/without AT (search space: the method's
@@ -108,7 +112,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
         propensities=tuple(expand_propensities(propensities)),
         at_options=(False, True) if with_at == without_at else (with_at,),
         trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(expand_methods(methods)))
+        methods=tuple(expand_methods(methods)), protocol=check_protocol(protocol))
     require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:
@@ -119,4 +123,5 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     click.echo(render(tune_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
                       numparse=False))
     if not quiet:
-        echo_notes([f"best parameters merged into {tuned_params_path()} (use --params tuned)"])
+        echo_notes([f"best parameters merged into {tuned_params_path(request.protocol)} "
+                    f"(use --params tuned)"])

@@ -73,26 +73,9 @@ def ndcg_variants(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k:
                              f"{', '.join(NDCG_VARIANTS)}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    users = np.asarray(users)
-    ratings = np.asarray(ratings, np.float64)
-    scores = np.asarray(scores, np.float64)
-    if not (users.shape == ratings.shape == scores.shape) or users.ndim != 1:
-        raise ValueError("users, ratings and scores must be 1-D arrays of equal length")
-    if users.size == 0:
-        raise ValueError("cannot compute nDCG on an empty test set")
-    position = np.arange(users.size)
-
-    def ranked_gains(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # sort by user, then key descending, then later row first (argsort()[::-1] tie rule)
-        order = np.lexsort((-position, -key, users))
-        sorted_users = users[order]
-        starts = np.r_[0, np.flatnonzero(sorted_users[1:] != sorted_users[:-1]) + 1]
-        group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, users.size]))
-        rank = np.arange(users.size) - starts[group]  # 0-based rank within user
-        return ratings[order], rank, group
-
-    r_pred, rank_pred, group = ranked_gains(scores)
-    r_ideal, rank_ideal, _ = ranked_gains(ratings)
+    users, ratings, scores = _ranking_inputs(users, ratings, scores, "nDCG")
+    r_pred, rank_pred, group = _ranked(users, ratings, scores)
+    r_ideal, rank_ideal, _ = _ranked(users, ratings, ratings)
     n_groups = group.max() + 1
 
     def dcg(r: np.ndarray, rank: np.ndarray, ideal: bool, variant: str) -> np.ndarray:
@@ -107,3 +90,69 @@ def ndcg_variants(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k:
 
     return {v: float(np.mean(dcg(r_pred, rank_pred, False, v) / dcg(r_ideal, rank_ideal, True, v)))
             for v in variants}
+
+
+def _ranking_inputs(users, ratings, scores, what: str):
+    """The three ``(n,)`` columns of a ranking metric as arrays; ``ValueError`` when they are
+    not 1-D of one length or are empty."""
+    users = np.asarray(users)
+    ratings = np.asarray(ratings, np.float64)
+    scores = np.asarray(scores, np.float64)
+    if not (users.shape == ratings.shape == scores.shape) or users.ndim != 1:
+        raise ValueError("users, ratings and scores must be 1-D arrays of equal length")
+    if users.size == 0:
+        raise ValueError(f"cannot compute {what} on an empty test set")
+    return users, ratings, scores
+
+
+def _ranked(users: np.ndarray, ratings: np.ndarray,
+            key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each user's test rows ranked by ``key`` descending, ties towards the later row (the
+    order ``argsort()[::-1]`` leaves them in). Returns ``(ratings, rank, group)`` in that
+    order, shape ``(n,)`` each: the true rating, the 0-based rank within the user, and the
+    user's group number (0, 1, ... in increasing user id)."""
+    position = np.arange(users.size)
+    order = np.lexsort((-position, -key, users))
+    sorted_users = users[order]
+    starts = np.r_[0, np.flatnonzero(sorted_users[1:] != sorted_users[:-1]) + 1]
+    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, users.size]))
+    rank = np.arange(users.size) - starts[group]
+    return ratings[order], rank, group
+
+
+def ndcg_exp_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray,
+                  k: int = 5) -> float:
+    """Mean nDCG@k over users with gain ``2^(r - 1)`` (the IJCAI 2022 code's evaluator,
+    ``usaito/ijcai2022-adversarial-mf``, PROTOCOLS.md section 1).
+
+    Arrays ``(n,)``, one entry per test rating. For each user, with ``r_j`` the true rating at
+    predicted rank ``j`` (1-based) and ``r*_j`` at ideal rank ``j``, ``k_u = min(k, #items)``:
+    ``DCG = sum_{j <= k_u} 2^(r_j - 1) / log2(j + 1)``, IDCG the same over ``r*``. Ratings
+    (3, 1, 2) scored (0.1, 0.9, 0.5) with ``k = 2``: DCG = 1 + 2/log2(3), IDCG = 4 + 2/log2(3).
+    Ties in ``scores`` as :func:`ndcg_at_k`.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    users, ratings, scores = _ranking_inputs(users, ratings, scores, "nDCG")
+    out = []
+    for key in (scores, ratings):
+        r, rank, group = _ranked(users, ratings, key)
+        keep = rank < k
+        gain = 2.0 ** (r[keep] - 1.0) / np.log2(rank[keep] + 2.0)
+        out.append(np.bincount(group[keep], weights=gain, minlength=group.max() + 1))
+    return float(np.mean(out[0] / out[1]))
+
+
+def rating_recall_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray,
+                       k: int = 5) -> float:
+    """Mean rating-weighted Recall@k over users (the IJCAI 2022 code's ``Recall``): the sum of
+    the true ratings of a user's top ``min(k, #items)`` items by ``scores`` over the sum of all
+    that user's test ratings. Ratings (3, 1, 2) scored (0.1, 0.9, 0.5), ``k = 2``: 3 / 6.
+    Arrays ``(n,)``; ties in ``scores`` as :func:`ndcg_at_k`."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    users, ratings, scores = _ranking_inputs(users, ratings, scores, "Recall")
+    r, rank, group = _ranked(users, ratings, scores)
+    n_groups = group.max() + 1
+    top = np.bincount(group[rank < k], weights=r[rank < k], minlength=n_groups)
+    return float(np.mean(top / np.bincount(group, weights=r, minlength=n_groups)))

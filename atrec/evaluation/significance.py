@@ -27,8 +27,9 @@ from typing import TypeVar
 
 import numpy as np
 
+from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
 from atrec.evaluation.summary import Summary
-from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, NO_PROPENSITY
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import table1_propensities
 
 ALPHA = 0.05

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from atrec.errors import AtrecError
+from atrec.evaluation.registry import METRICS as METRIC_REGISTRY
+from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TABLE_DATASETS, TRACE_NAMES  # noqa: F401
 from atrec.propensity.registry import propensity_order
@@ -76,8 +78,9 @@ class Cell:
             )
         if list(self.seeds) != sorted(set(self.seeds)):
             raise ValueError(f"seeds must be unique and increasing, got {self.seeds}")
-        if self.metric not in METRICS:
-            raise ValueError(f"unknown metric {self.metric!r}: choose from {', '.join(METRICS)}")
+        if self.metric not in METRIC_REGISTRY.names():
+            raise ValueError(f"unknown metric {self.metric!r}: choose from "
+                             f"{', '.join(METRIC_REGISTRY.names())}")
 
     @property
     def n(self) -> int:
@@ -173,6 +176,11 @@ class Summary:
         keys = sorted(self.traces, key=lambda k: _cell_order((*k, True, "mae")))
         return [self.traces[k] for k in keys if self.traces[k].n_steps > 0]
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics the summarised records carry, in registry order."""
+        return tuple(sorted({key[3] for key in self.cells}, key=metric_order))
+
     def has_results(self, dataset: str | None = None) -> bool:
         return any(dataset is None or key[0] == dataset for key in self.cells)
 
@@ -190,7 +198,7 @@ def dataset_order(dataset: str) -> tuple:
 def _cell_order(key: tuple) -> tuple:
     dataset, propensity, with_at, metric = key
     p = propensity_order(propensity)
-    return (*dataset_order(dataset), p, propensity, with_at, METRICS.index(metric))
+    return (*dataset_order(dataset), p, propensity, with_at, metric_order(metric))
 
 
 def _describe(record: dict) -> str:
@@ -238,7 +246,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
             continue
         dataset, propensity = record["dataset"], record["propensity"]
         with_at, seed = bool(record["with_at"]), int(record["seed"])
-        for metric in METRICS:
+        for metric in metrics_in([record]):
             value = record["metrics"].get(metric)
             if value is None:
                 continue

@@ -37,7 +37,8 @@ class Inputs:
                       self.test, fits)
 
 
-def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None) -> Inputs:
+def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=None,
+                 split=make_split) -> Inputs:
     """Build the splits of ``seeds`` and stack their columns with weights ``1 / P``.
 
     ``estimator`` (an object with ``estimate(split)``) replaces the estimator named ``propensity``;
@@ -46,11 +47,13 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
     (:meth:`~atrec.propensity.base.Propensity.estimate_with_calibration`),
     ``train["calibration"]`` holds them,
     float64 ``[R]``; the other columns, and so MF-IPS, do not depend on it. Its ``diagnostics``
-    after each estimate, if any, are kept per split for the records.
+    after each estimate, if any, are kept per split for the records. ``split(data, seed)``
+    makes each seed's :class:`~atrec.data.splits.Split` (a protocol's, :mod:`atrec.protocols`;
+    default PROTOCOL.md's).
     """
     if estimator is None:
         estimator = get_estimator("uniform" if propensity == NO_PROPENSITY else propensity)
-    splits = [make_split(data, s) for s in seeds]
+    splits = [split(data, s) for s in seeds]
     props, factors, fits = [], [], []
     for sp in splits:
         if hasattr(estimator, "estimate_with_calibration"):

@@ -14,8 +14,9 @@ from atrec.data.preprocess import load_data
 from atrec.data.ratings import RatingData
 from atrec.experiments.runner import ConfigPlan, RunSpec, plan_config
 from atrec.methods.registry import configurations
-from atrec.names import DEFAULT_METHOD
-from atrec.protocol import AUTHORS_BATCH_SEED, ATSettings, TrainSettings
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL
+from atrec.protocol import AUTHORS_BATCH_SEED
+from atrec.protocols import get_protocol
 from atrec.results.params import get_params
 
 
@@ -45,6 +46,7 @@ class TrainRequest:
     loss: str = "snips"
     download: bool = False
     methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
+    protocol: str = DEFAULT_PROTOCOL
 
     def configurations(self, dataset: str | None = None) -> list[tuple[str, str, bool]]:
         """``(method, propensity, with_at)`` in training order (:func:`configurations`), for
@@ -57,8 +59,9 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
     order. Shared by local and Dask runs (:func:`train`)."""
     configs = {d: request.configurations(d) for d in request.datasets}
     # resolve every parameter set first: a bad --params fails before any data is touched
-    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0])
+    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0], request.protocol)
               for d in request.datasets for c in configs[d]}
+    protocol = get_protocol(request.protocol)
     for dataset in request.datasets:
         if request.download:
             data = ensure_data(dataset, quiet=True)
@@ -67,11 +70,11 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
         plans = []
         for method, propensity, with_at in configs[dataset]:
             params, source = chosen[(dataset, (method, propensity, with_at))]
-            at_settings = (ATSettings(loss=request.loss, batch_seed=request.batch_seed)
+            at_settings = (protocol.at_settings(request.loss, request.batch_seed)
                            if with_at else None)
             spec = RunSpec(
                 dataset, propensity, with_at, params, source, tuple(request.seeds),
-                TrainSettings(loss=request.loss, batch_seed=request.batch_seed), at_settings,
-                method=method)
+                protocol.train_settings(method, request.loss, request.batch_seed), at_settings,
+                method=method, protocol=protocol.name)
             plans.append(plan_config(data, spec, root, force=request.force))
         yield data, plans

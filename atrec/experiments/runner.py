@@ -24,16 +24,16 @@ from pathlib import Path
 import numpy as np
 
 from atrec.data.ratings import RatingData
-from atrec.data.splits import MCAR_SPLIT_SEED
-from atrec.evaluation.metrics import ndcg_variants
+from atrec.evaluation.registry import get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
-from atrec.names import DEFAULT_METHOD, config_key
-from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
+from atrec.protocol import TUNING_SEED
+from atrec.protocols import get_protocol
 from atrec.results.params import HyperParams
 from atrec.results.records import (
     SCHEMA,
@@ -68,6 +68,7 @@ class RunSpec:
     estimator: object = field(default=None, compare=False)
     experiment: dict | None = field(default=None, compare=False)
     method: str = DEFAULT_METHOD
+    protocol: str = DEFAULT_PROTOCOL   # a registered protocol (atrec.protocols)
 
     @property
     def key(self) -> str:
@@ -86,11 +87,16 @@ class RunSpec:
 
 
 def _settings(spec: RunSpec):
-    return spec.settings or TrainSettings()
+    return spec.settings or get_protocol(spec.protocol).train_settings(spec.method)
 
 
 def _at_settings(spec: RunSpec):
-    return spec.at_settings or ATSettings()
+    return spec.at_settings or get_protocol(spec.protocol).at_settings()
+
+
+def ranking_part(spec: RunSpec, split):
+    """The part of the MCAR test set the spec's protocol ranks (``test`` or ``test_full``)."""
+    return getattr(split, get_protocol(spec.protocol).ranking_part)
 
 
 def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
@@ -98,7 +104,7 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
     """Train the seeds of one group with the spec's method (and AT); returns the result and the
     protocol settings it ran under (a dict for the records)."""
     method = get_method(spec.method)
-    full = inputs.splits[0].test_full
+    full = ranking_part(spec, inputs.splits[0])
     problem = FitProblem(data.num_users, data.num_items, tuple(seeds), inputs.train, inputs.val,
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
@@ -138,15 +144,15 @@ def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
 
 def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
              result: MethodResult, settings: dict, elapsed: float) -> list[dict]:
-    full = inputs.splits[0].test_full
+    protocol = get_protocol(spec.protocol)
+    full = ranking_part(spec, inputs.splits[0])
+    ranked = [m for m in protocol.metrics if get_metric(m).kind == "ranking"]
     out = []
     for k, seed in enumerate(seeds):
-        ndcg = ndcg_variants(full.user, full.rating, result.scores[k], 3, ("paper", "standard"))
-        metrics = {
-            "mae": float(result.mae[k]), "mse": float(result.mse[k]),
-            "ndcg3_paper": ndcg["paper"], "ndcg3_standard": ndcg["standard"],
-            "best_step": int(result.best_step[k]), "best_val_loss": float(result.best_val_loss[k]),
-        }
+        metrics = {"mae": float(result.mae[k]), "mse": float(result.mse[k]),
+                   **ranking_values(ranked, full.user, full.rating, result.scores[k]),
+                   "best_step": int(result.best_step[k]),
+                   "best_val_loss": float(result.best_val_loss[k])}
         record = {
             "schema": SCHEMA, "dataset": spec.dataset, "propensity": spec.propensity,
             "with_at": spec.with_at, "method": record_method(spec.method, spec.with_at),
@@ -154,11 +160,12 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             "params": spec.params.as_dict(), "params_source": spec.params_source,
             "variant": spec.variant,
             "metrics": metrics,
-            "protocol": {"settings": settings, "validation_fraction": 0.1,
-                         "mcar_split": {"eval_fraction": 0.95, "seed": MCAR_SPLIT_SEED},
+            "protocol": {"name": protocol.name, "settings": settings, **protocol.split_record(),
                          "num_users": data.num_users, "num_items": data.num_items,
                          "n_train": len(inputs.splits[k].train), "n_val": len(inputs.splits[k].val),
-                         "n_test": len(inputs.splits[k].test), "n_test_full": len(full)},
+                         "n_test": len(inputs.splits[k].test),
+                         "n_test_full": len(inputs.splits[k].test_full),
+                         "ranking_part": protocol.ranking_part},
             "provenance": provenance(data.checksums, elapsed_s=elapsed / len(seeds)),
         }
         if k < len(inputs.propensity_fit) and inputs.propensity_fit[k]:
@@ -302,6 +309,7 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
     (:mod:`atrec.learners.layout`), so a seed's numbers do not depend on the grouping.
     """
     outcome = ConfigOutcome(spec)
+    root = get_protocol(spec.protocol).results_root(root)
     todo, skipped = [], {}
     for seed in spec.seeds:
         path = record_path(spec.dataset, spec.key, spec.label, seed, root)
@@ -329,7 +337,8 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
     # copies whose results are dropped (atrec.learners.layout.group_width)
     width = _width(data, spec.params.dim)
     run = layout.slots(seeds, width)
-    inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator)
+    inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator,
+                          get_protocol(spec.protocol).split)
     if run == seeds:
         result, settings = _fit(data, spec, seeds, inputs)
     else:   # the fillers reuse their seed's inputs: no split or propensity is estimated twice
@@ -341,7 +350,8 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
 
 def validation_loss(data: RatingData, propensity: str, with_at: bool, params: HyperParams,
                     seed: int = TUNING_SEED, settings=None, at_settings=None,
-                    estimator=None, method: str = DEFAULT_METHOD) -> float:
+                    estimator=None, method: str = DEFAULT_METHOD,
+                    protocol: str = DEFAULT_PROTOCOL) -> float:
     """The tuning objective (PROTOCOL.md): the lowest validation loss of one run on ``seed``'s split.
 
     Nothing is saved. Compiled loops are cached per shape (``dim``), so trials that only change
@@ -349,7 +359,7 @@ def validation_loss(data: RatingData, propensity: str, with_at: bool, params: Hy
     :func:`atrec.experiments.inputs.stack_inputs`.
     """
     spec = RunSpec(data.name, propensity, with_at, params, "tuning", (seed,), settings, at_settings,
-                   method=method)
-    inputs = stack_inputs(data, propensity, [seed], estimator)
+                   method=method, protocol=protocol)
+    inputs = stack_inputs(data, propensity, [seed], estimator, get_protocol(protocol).split)
     result, _ = _fit(data, spec, [seed], inputs)
     return float(result.best_val_loss[0])

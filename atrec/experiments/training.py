@@ -13,8 +13,8 @@ from atrec.experiments.driver import train_plans
 from atrec.experiments.plan import TrainRequest, ensure_data, plan_request  # noqa: F401  (re-exported)
 from atrec.experiments.progress import StageProgress
 from atrec.experiments.runner import ConfigOutcome, ConfigPlan
-from atrec.names import METRICS
 from atrec.propensity.registry import propensity_label
+from atrec.protocols import get_protocol
 
 
 def train(request: TrainRequest, root=None, progress=None, scheduler: str | None = None,
@@ -57,7 +57,7 @@ def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
         row = {"dataset": spec.dataset, "method": spec.method,
                "propensity": propensity_label(spec.propensity),
                "AT": "with" if spec.with_at else "without", "seeds": len(outcome.records)}
-        for metric in METRICS:
+        for metric in get_protocol(spec.protocol).metrics:
             cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)
             row[metric] = f"{cell.mean:.4f} ± {cell.sd:.4f}" if cell and cell.n > 1 else (
                 f"{cell.mean:.4f}" if cell else "-")

@@ -56,6 +56,9 @@ class Learner:
       stand-alone fit then switches phase once per block instead of choosing inside every
       step (a per-step ``tf.cond`` made XLA copy every table each step,
       docs/performance.md, "DAMF"); ``update`` must take the same steps (AT uses it);
+    - ``bias_slots`` (optional): positions of the predictor's bias arrays in the tuple (MF:
+      ``(2, 3, 4)``), which a protocol that starts biases at zero sets to 0 after ``init``
+      (:func:`initial_params`);
     - ``factors(params)`` (optional): ``(user [R, nu, k], item [R, ni, k])`` with
       ``predict(u, i) = user[u] . item[i]``; AT then computes the discrepancy of all pairs by
       one matrix product.
@@ -78,6 +81,7 @@ class Learner:
     update: Callable | None = None
     phases: tuple = ()
     block: int = 0
+    bias_slots: tuple = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.phases and (self.update is None or not isinstance(self.block, int)
@@ -101,7 +105,21 @@ def _mf_factors(params: tuple):
             tf.concat([V, tf.ones_like(bi)[..., None], bi[..., None]], axis=-1))
 
 
-MF = Learner("mf", mf.predict, mf.gradients, _mf_factors, init=mf.init_params, scores=mf_scores)
+MF = Learner("mf", mf.predict, mf.gradients, _mf_factors, init=mf.init_params, scores=mf_scores,
+             bias_slots=mf.MF_BIAS_SLOTS)
+
+
+def initial_params(learner: Learner, num_users: int, num_items: int, dim: int, seeds: list[int],
+                   bias_init: str = "normal") -> tuple:
+    """``learner.init(...)`` with the biases started as ``bias_init`` says (``"zero"``: the
+    arrays at ``learner.bias_slots`` set to 0; ``ValueError`` when the learner names none)."""
+    params = learner.init(num_users, num_items, dim, seeds)
+    if bias_init == "normal":
+        return params
+    if not learner.bias_slots:
+        raise ValueError(f"learner {learner.name!r} names no bias_slots, so its biases cannot "
+                         f"start at zero (bias_init={bias_init!r})")
+    return mf.zero_biases(params, learner.bias_slots)
 
 
 def adam_on(indices, params: tuple, m: tuple, v: tuple, grads: tuple, t, lr) -> tuple:

@@ -181,4 +181,4 @@ def make_learner(slices: tuple | None, cause_pen: float) -> Learner:
     ``None`` gives a learner for inspection whose ``init`` raises ``ValueError``."""
     return Learner("cause", predict, gradients, factors,
                    init=functools.partial(init_params, slices=slices, cause_pen=float(cause_pen)),
-                   scores=scores, update=update)
+                   scores=scores, update=update, bias_slots=(2, 3, F_IDX[-1]))

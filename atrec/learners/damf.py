@@ -229,4 +229,5 @@ def make_learner(pen: float) -> Learner:
     return Learner("damf", predict, gradients, factors,
                    init=functools.partial(init_params, pen=float(pen)), scores=scores,
                    takes_context=True, update=update,
-                   phases=(predictor_step, adversary_step), block=BLOCK)
+                   phases=(predictor_step, adversary_step), block=BLOCK,
+                   bias_slots=(2, 3, F_IDX[-1]))

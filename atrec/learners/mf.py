@@ -55,12 +55,14 @@ from atrec.runtime import (
 # ---------------------------------------------------------------------------------------------
 # Parameters: a tuple (U [R, nu, d], V [R, ni, d], bu [R, nu], bi [R, ni], b [R])
 
-def init_params(num_users: int, num_items: int, dim: int, seeds: list[int]) -> tuple:
+def init_params(num_users: int, num_items: int, dim: int, seeds: list[int],
+                bias_init: str = "normal") -> tuple:
     """Initial parameters of ``len(seeds)`` replicas, float32 NumPy arrays.
 
     Replica ``k`` is drawn from ``numpy.random.default_rng(seeds[k])``: Glorot-uniform
     embeddings (limit ``sqrt(6 / (fan_in + fan_out))`` of the ``[n, dim]`` table), biases
-    ``N(0, 0.01^2)``, global bias 0.001.
+    ``N(0, 0.01^2)``, global bias 0.001. ``bias_init="zero"`` (the IJCAI 2022 code) draws the
+    same tables and sets every bias to 0 (:func:`zero_biases`).
     """
     lim_u = np.sqrt(6.0 / (num_users + dim))
     lim_i = np.sqrt(6.0 / (num_items + dim))
@@ -72,7 +74,18 @@ def init_params(num_users: int, num_items: int, dim: int, seeds: list[int]) -> t
         out[2].append(rng.normal(0.0, 0.01, num_users))
         out[3].append(rng.normal(0.0, 0.01, num_items))
         out[4].append(1e-3)
-    return tuple(np.asarray(x, dtype=np.float32) for x in out)
+    params = tuple(np.asarray(x, dtype=np.float32) for x in out)
+    return zero_biases(params, MF_BIAS_SLOTS) if bias_init == "zero" else params
+
+
+# positions of the bias arrays in MF's parameter tuple (U, V, bu, bi, b)
+MF_BIAS_SLOTS = (2, 3, 4)
+
+
+def zero_biases(params: tuple, slots: tuple[int, ...]) -> tuple:
+    """``params`` with the arrays at ``slots`` (a learner's ``bias_slots``) set to 0."""
+    wanted = {i % len(params) for i in slots}
+    return tuple(np.zeros_like(p) if i in wanted else p for i, p in enumerate(params))
 
 
 def glorot_pair(num_users: int, num_items: int, dim: int, seeds: list[int],

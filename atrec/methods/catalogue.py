@@ -33,3 +33,4 @@ def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
                              "description": cls.description})
     problems = list(METHODS.problems.values()) + list(PROPENSITIES.problems.values())
     return methods, propensities, problems
+

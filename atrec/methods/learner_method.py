@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from atrec.learners import mf
+from atrec.learners.base import initial_params
 from atrec.methods.base import FitProblem, Method, MethodResult
 from atrec.protocol import TrainSettings
 
@@ -32,7 +33,8 @@ class LearnerMethod(Method):
             raise ValueError(f"method {self.name}: learner() must return a Learner with init "
                              f"and scores")
         seeds = list(problem.seeds)
-        init = learner.init(problem.num_users, problem.num_items, params["dim"], seeds)
+        init = initial_params(learner, problem.num_users, problem.num_items, params["dim"],
+                              seeds, settings.bias_init)
         pos = mf.batch_positions(settings, problem.train["user"].shape[1], seeds)
         res = mf.fit(init, problem.train, problem.val, problem.test, params["lam"], settings,
                      pos, learner=learner, streams=stream_seeds(settings.batch_seed, seeds),

@@ -20,7 +20,8 @@ class MFIPS(Method):
 
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
         seeds = list(problem.seeds)
-        init = mf.init_params(problem.num_users, problem.num_items, params["dim"], seeds)
+        init = mf.init_params(problem.num_users, problem.num_items, params["dim"], seeds,
+                              settings.bias_init)
         pos = mf.batch_positions(settings, problem.train["user"].shape[1], seeds)
         res = mf.fit(init, problem.train, problem.val, problem.test, params["lam"], settings, pos)
         full = problem.test_full

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.evaluation.registry import metrics_in
 from atrec.evaluation.significance import MethodTest, method_tests
 from atrec.evaluation.summary import (
     EXPECTED_SEEDS,
@@ -159,7 +160,7 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     :class:`AtrecError` for an unknown dataset or method, and (exit code 3) when no selected
     dataset has results.
     """
-    metrics = ("mae", "mse", *ndcg_metrics(ndcg))
+    nd = ndcg_metrics(ndcg)
     unknown = [d for d in datasets or () if d not in DATASETS]
     if unknown:
         raise AtrecError(f"unknown dataset '{unknown[0]}': choose from {', '.join(DATASETS)}")
@@ -168,6 +169,10 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
         raise AtrecError("empty --params value: give a parameter set, or several comma-separated")
     folders = tuple(datasets) if datasets else DATASETS
     records = [r for d in folders for r in iter_records(root, d)]
+    # the metrics the records carry (registry order); of saito2020's nDCG@3 pair, --ndcg's
+    carried = metrics_in(r for r in records if record_label(r) in labels)
+    metrics = tuple(m for m in carried if not m.startswith("ndcg3_") or m in nd) or (
+        "mae", "mse", *nd)
     by_label: dict[str, dict[str, set[str]]] = {}
     for r in records:
         if isinstance(r, dict) and record_label(r) in labels:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 
 from atrec.errors import AtrecError
-from atrec.names import DATASET_LABELS, LOWER_IS_BETTER, METRIC_LABELS  # noqa: F401  (re-exported to reports)
+from atrec.evaluation.registry import DIGITS  # noqa: F401  (re-exported to reports)
+from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
+from atrec.evaluation.registry import LABELS as METRIC_LABELS
+from atrec.names import DATASET_LABELS
 from atrec.propensity.registry import propensity_label
 
 NDCG_CHOICES = ("paper", "standard", "both")
 AT_LABELS = {False: "w/o AT", True: "w/ AT"}  # the two columns of each metric
-DIGITS = {"mae": 3, "mse": 3, "ndcg3_paper": 4, "ndcg3_standard": 4}
 
 
 def dataset_label(dataset: str) -> str:

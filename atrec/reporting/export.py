@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.evaluation.summary import resolve_params_label
 from atrec.fileio import atomic_write, atomic_write_text
 from atrec.methods.registry import base_method
@@ -38,7 +39,10 @@ from atrec.results.records import iter_records, params_label
 
 RUN_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "params_source",
                "variant", "seed", "model_seed", "batch_seed")
-METRIC_COLUMNS = (*METRICS, "best_step", "best_val_loss")
+SELECTION_COLUMNS = ("best_step", "best_val_loss")
+# the columns of saito2020's records (the default protocol's); another protocol's records add
+# the registered metrics they carry (atrec.evaluation.registry)
+METRIC_COLUMNS = (*METRICS, *SELECTION_COLUMNS)
 PROVENANCE_COLUMNS = ("atrec_version", "created", "command", "elapsed_s", "platform",
                       "data_checksums", "packages")
 SORT_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "variant", "seed")
@@ -81,9 +85,11 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
     """
     labels = _resolve_params(params)
     rows, hyper = [], {}
-    for record in iter_records(root):
-        if not _matches(record, datasets, methods, labels):
-            continue
+    selected = [r for r in iter_records(root) if _matches(r, datasets, methods, labels)]
+    carried = metrics_in(selected)
+    shown = METRICS if not selected or set(METRICS) & set(carried) else ()
+    metric_columns = (*sorted({*shown, *carried}, key=metric_order), *SELECTION_COLUMNS)
+    for record in selected:
         metrics = record["metrics"]
         prov = record.get("provenance") or {}
         row = {"dataset": record["dataset"], "method": base_method(record),
@@ -92,9 +98,9 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
                "params_source": record["params_source"], "variant": _variant(record),
                "seed": record["seed"], "model_seed": record.get("model_seed"),
                "batch_seed": record.get("batch_seed")}
-        row.update({m: metrics.get(m) for m in METRIC_COLUMNS})
+        row.update({m: metrics.get(m) for m in metric_columns})
         for key, value in record["params"].items():
-            name = f"param_{key}" if key in (*RUN_COLUMNS, *METRIC_COLUMNS,
+            name = f"param_{key}" if key in (*RUN_COLUMNS, *metric_columns,
                                              *PROVENANCE_COLUMNS) else key
             hyper.setdefault(name, None)
             row[name] = value
@@ -102,7 +108,7 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
         row["data_checksums"] = json.dumps(prov.get("data_checksums") or {}, sort_keys=True)
         row["packages"] = json.dumps(prov.get("packages") or {}, sort_keys=True)
         rows.append(row)
-    columns = [*RUN_COLUMNS, *METRIC_COLUMNS, *sorted(hyper), *PROVENANCE_COLUMNS]
+    columns = [*RUN_COLUMNS, *metric_columns, *sorted(hyper), *PROVENANCE_COLUMNS]
     rows.sort(key=lambda r: tuple(str(r[c]) if c != "seed" else r[c] for c in SORT_COLUMNS))
     return rows, columns
 

@@ -14,8 +14,9 @@ import yaml
 
 from atrec.errors import AtrecError
 from atrec.methods.registry import DEFAULT_METHOD, METHODS
-from atrec.names import config_key
+from atrec.names import DEFAULT_PROTOCOL, config_key
 from atrec.paths import results_dir
+from atrec.protocols import get_protocol, results_root
 
 PUBLISHED = "published"
 TUNED = "tuned"
@@ -67,9 +68,11 @@ class HyperParams:
         return d
 
 
-def tuned_params_path() -> Path:
-    """Where ``atrec tune`` exports its best parameters and ``--params tuned`` reads them."""
-    return results_dir() / "tuned_params.yaml"
+def tuned_params_path(protocol: str = DEFAULT_PROTOCOL) -> Path:
+    """Where ``atrec tune`` exports its best parameters and ``--params tuned`` reads them (a
+    protocol other than the default keeps its own, under its results folder)."""
+    base = results_dir() if protocol == DEFAULT_PROTOCOL else results_root(protocol)
+    return base / "tuned_params.yaml"
 
 
 def _read_yaml(path: Path, what: str) -> dict:
@@ -153,13 +156,18 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
 
 
 def get_params(source: str, dataset: str, propensity: str, with_at: bool,
-               method: str = DEFAULT_METHOD) -> tuple[HyperParams, str]:
+               method: str = DEFAULT_METHOD,
+               protocol: str = DEFAULT_PROTOCOL) -> tuple[HyperParams, str]:
     """Parameters of one configuration from ``source``; returns ``(params, provenance label)``.
 
     ``published`` holds the authors' values for MF-IPS and, for another method, the values it
-    ships as :attr:`~atrec.methods.base.Method.reference_params`.
+    ships as :attr:`~atrec.methods.base.Method.reference_params`. Under another ``protocol``
+    than the default, its own named sets (:attr:`~atrec.protocols.Protocol.param_sets`) or a
+    parameter file.
     """
     key = config_key(propensity, with_at, method)
+    if protocol != DEFAULT_PROTOCOL and not Path(source).is_file():
+        return _protocol_params(source, dataset, key, method, protocol)
     if source == PUBLISHED and method != DEFAULT_METHOD:
         table, label = METHODS.get(method).reference_params, PUBLISHED
         if not (table.get(dataset) or {}).get(key):
@@ -169,4 +177,23 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
                              f"tuned")
     else:
         table, label = load_param_table(source)
+    return lookup(table, dataset, key, label, method), label
+
+
+def _protocol_params(source: str, dataset: str, key: str, method: str,
+                     protocol: str) -> tuple[HyperParams, str]:
+    """A named set under a protocol other than the default: its ``reference`` values, or the
+    values ``atrec tune --protocol`` exported to its own folder (``tuned``)."""
+    proto = get_protocol(protocol)
+    if source not in proto.param_sets:
+        raise AtrecError(f"parameter set '{source}' does not exist under protocol '{protocol}': "
+                         f"choose from {', '.join(proto.param_sets)} or give a parameter file")
+    if source == TUNED:
+        path = tuned_params_path(protocol)
+        if not path.exists():
+            raise AtrecError(f"no tuned parameters at {path}: run 'atrec tune --protocol "
+                             f"{protocol}' first, or use --params reference")
+        table, label = _read_yaml(path, "tuned parameter"), f"tuned:{path}"
+    else:
+        table, label = proto.reference_params, source
     return lookup(table, dataset, key, label, method), label

@@ -33,6 +33,7 @@ from typing import Iterator
 from atrec._version import __version__
 from atrec.errors import AtrecError
 from atrec.fileio import atomic_write_bytes, atomic_write_text  # noqa: F401  (re-exported)
+from atrec.names import DEFAULT_PROTOCOL
 from atrec.paths import results_dir
 from atrec.protocol import variant_suffix  # noqa: F401  (re-exported for record readers)
 
@@ -111,9 +112,11 @@ RECORD_FIELDS = {
     "protocol": (dict,), "provenance": (dict,),
 }
 OPTIONAL_FIELDS = {"method": (str,)}
-# Table 1's metrics must be there; the others (newer) are typed when present.
+# Table 1's metrics must be there in a saito2020 record (the default protocol's; another
+# protocol's record needs MAE and MSE); every metric present is typed.
 REQUIRED_METRICS = ("mae", "mse", "ndcg3_paper")
 OPTIONAL_METRICS = ("ndcg3_standard", "best_step", "best_val_loss")
+REQUIRED_ANY_PROTOCOL = ("mae", "mse")
 
 
 def record_problem(record) -> str | None:
@@ -133,9 +136,11 @@ def record_problem(record) -> str | None:
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             return f"'{key}' is {value!r:.40}, not a {'/'.join(t.__name__ for t in types)}"
     metrics = record["metrics"]
-    for key in REQUIRED_METRICS + OPTIONAL_METRICS:
+    name = record["protocol"].get("name", DEFAULT_PROTOCOL)
+    required = REQUIRED_METRICS if name == DEFAULT_PROTOCOL else REQUIRED_ANY_PROTOCOL
+    for key in dict.fromkeys([*required, *OPTIONAL_METRICS, *metrics]):
         if key not in metrics:
-            if key in REQUIRED_METRICS:
+            if key in required:
                 return f"'metrics' lacks '{key}'"
             continue
         value = metrics[key]

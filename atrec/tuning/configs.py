@@ -18,9 +18,10 @@ from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
 from atrec.methods.registry import configurations
-from atrec.names import DEFAULT_METHOD, config_key
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
-from atrec.results.params import HyperParams
+from atrec.protocols import get_protocol
+from atrec.results.params import HyperParams, tuned_params_path
 from atrec.runtime import compiled
 from atrec.tuning.export import export_best
 from atrec.tuning.space import SearchSpace
@@ -44,11 +45,12 @@ def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
 
 
 def make_objective(data, propensity: str, with_at: bool, settings=None,
-                   at_settings=None, method: str = DEFAULT_METHOD) -> Objective:
+                   at_settings=None, method: str = DEFAULT_METHOD,
+                   protocol: str = DEFAULT_PROTOCOL) -> Objective:
     """The protocol's objective for one configuration: ``params -> validation_loss(...)``."""
     def objective(params: HyperParams) -> float:
         return validation_loss(data, propensity, with_at, params, settings=settings,
-                               at_settings=at_settings, method=method)
+                               at_settings=at_settings, method=method, protocol=protocol)
 
     return objective
 
@@ -70,6 +72,7 @@ class TuneRequest:
     at_settings: object = None
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     methods: tuple[str, ...] = (DEFAULT_METHOD,)
+    protocol: str = DEFAULT_PROTOCOL
 
     def __post_init__(self) -> None:
         if int(self.trials) != self.trials or self.trials < 1:
@@ -105,7 +108,8 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                 study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
                 progress: Callable[[Progress], None] | None = None,
                 export_path: Path | None = None, method: str = DEFAULT_METHOD,
-                notice: Callable[[str], None] | None = None) -> StudyOutcome:
+                notice: Callable[[str], None] | None = None,
+                protocol: str = DEFAULT_PROTOCOL) -> StudyOutcome:
     """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
 
     The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``;
@@ -116,9 +120,12 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
     as in :func:`run_study` (what this worker waits for).
     """
     if objective is None:
-        objective = make_objective(data, propensity, with_at, settings, at_settings, method)
+        objective = make_objective(data, propensity, with_at, settings, at_settings, method,
+                                   protocol)
     attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
                         objective_note, method)
+    if protocol != DEFAULT_PROTOCOL:
+        attrs["protocol"] = protocol
     name = study_name(study_prefix, data.name, propensity, with_at, method)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
                         progress=progress, space=SearchSpace.for_method(method), notice=notice)
@@ -145,6 +152,11 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     loader = loader or load_data
     datasets = [loader(name) for name in request.datasets]  # a missing one fails before any work
     storage = open_storage(request.storage, request.worker)
+    proto = get_protocol(request.protocol)
+    # another protocol's studies and tuned values are named and filed apart from saito2020's
+    prefix = request.study_prefix if proto.is_default else f"{request.study_prefix}-{proto.name}"
+    if export_path is None and not proto.is_default:
+        export_path = tuned_params_path(proto.name)
     outcomes = []
     for data in datasets:
         family = None
@@ -154,11 +166,16 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
             if family is not None and (method, with_at) != family:
                 compiled.retire()      # the previous family's studies are done
             family = (method, with_at)
+            settings, at_settings = request.settings, request.at_settings
+            if not proto.is_default:
+                settings = settings or proto.train_settings(method)
+                at_settings = at_settings or proto.at_settings()
             outcomes.append(tune_config(
                 data, propensity, with_at, request.trials, storage,
-                settings=request.settings, at_settings=request.at_settings,
-                study_prefix=request.study_prefix, worker=request.worker,
-                progress=progress, export_path=export_path, method=method, notice=notice))
+                settings=settings, at_settings=at_settings,
+                study_prefix=prefix, worker=request.worker,
+                progress=progress, export_path=export_path, method=method, notice=notice,
+                protocol=proto.name))
     return outcomes
 
 

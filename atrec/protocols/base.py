@@ -1,0 +1,169 @@
+"""The contract of a protocol: a named, validated object that the experiment code reads.
+
+A protocol declares, as class attributes readable without TensorFlow:
+
+- ``name`` (the ``--protocol`` value), ``label``, ``description`` and ``reference``;
+- ``view``: how ratings are seen (``stars``: the 1-5 ratings as they are);
+- ``metrics``: the registered metrics (:mod:`atrec.evaluation.registry`) every record carries,
+  and ``selection``: the criterion whose lowest value over the schedule selects the step at
+  which the ``selected`` metrics (MSE, MAE) are read;
+- ``schedule``: a :class:`Schedule` (the kind of schedule and its defaults), and
+  ``method_steps``: per method, the settings that differ from it (a method whose cycle holds
+  steps that do not move the predictor takes more loop steps for the same predictor steps);
+- ``ranking_part``: which part of the MCAR test set the ranking metrics rank (``test``: the
+  evaluated slice; ``test_full``: the whole set);
+- ``param_sets``: the parameter sets that exist under it; ``reference_params`` the one it ships
+  (``dataset -> config key -> values``), if any;
+
+and implements :meth:`Protocol.split`, the per-seed :class:`~atrec.data.splits.Split`.
+
+Records of the default protocol live under ``<results>``; those of any other protocol under
+``<results>/protocols/<name>`` (:meth:`Protocol.results_root`), so they never mix in a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import ClassVar
+
+from atrec.data.ratings import RatingData
+from atrec.data.splits import Split
+from atrec.names import DEFAULT_PROTOCOL
+from atrec.paths import results_dir
+from atrec.protocol import BIAS_INITS, ATSettings, TrainSettings
+
+VIEWS = ("stars",)
+SCHEDULE_KINDS = ("steps",)
+RANKING_PARTS = ("test", "test_full")
+PROTOCOLS_FOLDER = "protocols"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a method trains under a protocol and the defaults it starts from.
+
+    ``kind``: ``steps`` (a fixed number of steps, the reported step the one of lowest
+    validation criterion, first on ties); ``steps``, ``batch_size`` (drawn with replacement),
+    ``learning_rate``, ``adam_epsilon`` (added to ``sqrt(v)`` as TensorFlow 1 does),
+    ``bias_init`` (:data:`atrec.protocol.BIAS_INITS`; tables are Glorot-uniform), ``l2``
+    (``whole-table``: ``lam * sum of l2`` over every row of every table, every step) and
+    ``batch_seed`` (NumPy's generator reset to it before every run).
+    """
+
+    kind: str = "steps"
+    steps: int = 500
+    batch_size: int = 1024
+    learning_rate: float = 0.01
+    adam_epsilon: float = 1e-8
+    bias_init: str = "normal"
+    l2: str = "whole-table"
+    batch_seed: int = 12345
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEDULE_KINDS:
+            raise ValueError(f"unknown schedule kind '{self.kind}': choose from "
+                             f"{', '.join(SCHEDULE_KINDS)}")
+        if self.bias_init not in BIAS_INITS:
+            raise ValueError(f"unknown bias_init '{self.bias_init}': choose from "
+                             f"{', '.join(BIAS_INITS)}")
+        if self.l2 != "whole-table":
+            raise ValueError(f"unknown l2 form '{self.l2}': only 'whole-table' is implemented")
+        if self.adam_epsilon != 1e-8:
+            raise ValueError(f"adam_epsilon {self.adam_epsilon!r}: the compiled loops use "
+                             f"TensorFlow 1's 1e-8")
+        TrainSettings(steps=self.steps, batch_size=self.batch_size,
+                      learning_rate=self.learning_rate)  # the same checks as a run's
+
+    def describe(self) -> str:
+        """``2500 steps of 2048, lr 0.01, zero biases, Adam eps 1e-08, whole-table L2``."""
+        return (f"{self.steps} steps of {self.batch_size}, lr {self.learning_rate:g}, "
+                f"{self.bias_init} biases, Adam eps {self.adam_epsilon:g}, {self.l2} L2")
+
+
+class Protocol:
+    """Base class of protocols (module doc); subclasses set the attributes and ``split``."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    description: ClassVar[str] = ""
+    reference: ClassVar[str] = ""
+    view: ClassVar[str] = "stars"
+    metrics: ClassVar[tuple[str, ...]] = ()
+    selection: ClassVar[str] = ""
+    schedule: ClassVar[Schedule] = Schedule()
+    method_steps: ClassVar[dict] = {}
+    ranking_part: ClassVar[str] = "test_full"
+    param_sets: ClassVar[tuple[str, ...]] = ()
+    reference_params: ClassVar[dict] = {}
+    # how each seed splits the data, in words (records and 'atrec methods')
+    split_description: ClassVar[str] = ""
+
+    def split(self, data: RatingData, seed: int) -> Split:  # pragma: no cover - abstract
+        """The split seed ``seed`` trains and is measured on."""
+        raise NotImplementedError
+
+    def split_record(self) -> dict:
+        """How the split was made, for the records' ``protocol`` block."""
+        return {}
+
+    @property
+    def is_default(self) -> bool:
+        return self.name == DEFAULT_PROTOCOL
+
+    def results_root(self, root: Path | None = None) -> Path:
+        """Where this protocol's records, studies and tuned values live: ``root`` (default
+        the results folder) for the default protocol, ``root/protocols/<name>`` otherwise."""
+        base = results_dir() if root is None else Path(root)
+        return base if self.is_default else base / PROTOCOLS_FOLDER / self.name
+
+    def train_settings(self, method: str, loss: str = "snips",
+                       batch_seed: int | None = 12345) -> TrainSettings:
+        """The :class:`~atrec.protocol.TrainSettings` of ``method`` under this protocol."""
+        s = self.schedule
+        settings = TrainSettings(steps=s.steps, batch_size=s.batch_size,
+                                 learning_rate=s.learning_rate, loss=loss,
+                                 batch_seed=batch_seed, bias_init=s.bias_init)
+        return replace(settings, **self.method_steps.get(method, {}))
+
+    def at_settings(self, loss: str = "snips", batch_seed: int | None = 12345) -> ATSettings:
+        """AT's settings under this protocol: PROTOCOL.md's schedule with this protocol's batch
+        size, learning rate and bias initialisation."""
+        s = self.schedule
+        return ATSettings(batch_size=s.batch_size, learning_rate=s.learning_rate, loss=loss,
+                          batch_seed=batch_seed, bias_init=s.bias_init)
+
+    @classmethod
+    def summary(cls) -> dict:
+        """One row of ``atrec methods``' protocol table."""
+        return {"protocol": cls.name, "label": cls.label, "view": cls.view,
+                "metrics": ", ".join(cls.metrics), "selection": cls.selection,
+                "schedule": cls.schedule.describe(), "split": cls.split_description,
+                "parameter sets": ", ".join(cls.param_sets), "description": cls.description}
+
+
+def validate_protocol_class(cls: type) -> None:
+    """Raise ``ValueError`` naming the field when ``cls`` breaks the :class:`Protocol` contract.
+
+    Its metrics are names here (this layer sits below the metric registry); a name that is not
+    registered is a one-line error when a run computes it."""
+    if not (isinstance(cls, type) and issubclass(cls, Protocol)):
+        raise ValueError(f"{cls!r} is not a subclass of atrec.protocols.base.Protocol")
+    if not isinstance(getattr(cls, "label", None), str) or not cls.label:
+        raise ValueError(f"protocol class {cls.__name__} lacks a non-empty 'label'")
+    if cls.view not in VIEWS:
+        raise ValueError(f"protocol class {cls.__name__}: view must be one of "
+                         f"{', '.join(VIEWS)}, got {cls.view!r}")
+    if not isinstance(cls.schedule, Schedule):
+        raise ValueError(f"protocol class {cls.__name__}: schedule must be a Schedule")
+    if cls.ranking_part not in RANKING_PARTS:
+        raise ValueError(f"protocol class {cls.__name__}: ranking_part must be one of "
+                         f"{', '.join(RANKING_PARTS)}, got {cls.ranking_part!r}")
+    metrics = cls.metrics
+    if (not isinstance(metrics, tuple) or not all(isinstance(m, str) for m in metrics)
+            or not {"mae", "mse"} <= set(metrics)):
+        raise ValueError(f"protocol class {cls.__name__}: metrics must be a tuple of metric "
+                         f"names (atrec.evaluation.registry) holding mae and mse, got "
+                         f"{metrics!r}")
+    if cls.split is Protocol.split:
+        raise ValueError(f"protocol class {cls.__name__} does not implement split()")
