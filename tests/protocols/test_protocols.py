@@ -9,7 +9,7 @@ import pytest
 
 from atrec.errors import AtrecError
 from atrec.protocol import ATSettings, TrainSettings
-from atrec.protocols import PROTOCOLS, Protocol, get_protocol, protocol_names
+from atrec.protocols import Protocol, get_protocol, protocol_names
 from atrec.protocols.base import Schedule, validate_protocol_class
 from atrec.protocols.ijcai2022 import mcar_slice_mask
 from atrec.results.params import get_params
