@@ -176,11 +176,6 @@ class Summary:
         keys = sorted(self.traces, key=lambda k: _cell_order((*k, True, "mae")))
         return [self.traces[k] for k in keys if self.traces[k].n_steps > 0]
 
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        """The metrics the summarised records carry, in registry order."""
-        return tuple(sorted({key[3] for key in self.cells}, key=metric_order))
-
     def has_results(self, dataset: str | None = None) -> bool:
         return any(dataset is None or key[0] == dataset for key in self.cells)
 

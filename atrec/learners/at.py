@@ -59,6 +59,7 @@ import numpy as np
 
 from atrec.learners import layout, mf, pseudolabels
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
+from atrec.learners.base import initial_params as start
 from atrec.names import TRACE_NAMES
 from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
 from atrec.runtime import compiled, tf
@@ -78,12 +79,14 @@ def at_init_seeds(seed: int) -> tuple[int, int, int]:
 
 
 def initial_params(num_users: int, num_items: int, dim: int, seeds: list[int],
-                   learners: tuple[Learner, Learner, Learner] = (MF, MF, MF)) -> tuple:
+                   learners: tuple[Learner, Learner, Learner] = (MF, MF, MF),
+                   bias_init: str = "normal") -> tuple:
     """``(A1, A2, A3)`` parameters for model seeds ``seeds``, each from its learner's ``init``
-    (MF: :func:`mf.init_params`) with the seeds of :func:`at_init_seeds`; every array has a
+    (MF: :func:`mf.init_params`) with the seeds of :func:`at_init_seeds`, biases started as
+    ``bias_init`` says (:func:`atrec.learners.base.initial_params`); every array has a
     leading axis ``len(seeds)``."""
     per_role = list(zip(*(at_init_seeds(s) for s in seeds)))
-    return tuple(learner.init(num_users, num_items, dim, list(role))
+    return tuple(start(learner, num_users, num_items, dim, list(role), bias_init)
                  for learner, role in zip(learners, per_role))
 
 

@@ -140,3 +140,29 @@ def adam_on(indices, params: tuple, m: tuple, v: tuple, grads: tuple, t, lr) -> 
         shape = tf.shape(params[i])
         params[i], m[i], v[i] = (tf.reshape(x[k], shape) for x in (new_p, new_m, new_v))
     return tuple(params), tuple(m), tuple(v)
+
+
+def adam_counted(indices, count: int, params: tuple, m: tuple, v: tuple, grads: tuple,
+                 lr) -> tuple:
+    """:func:`adam_on` for a sub-model with its own Adam: bias-corrected by the update count
+    carried at ``params[count]`` (``[R]``), which goes up by one. For learners whose sub-models
+    take turns (an adversary, an imputation model), each counting only its own updates."""
+    new_p, new_m, new_v = adam_on(indices, params, m, v, grads, params[count] + 1.0, lr)
+    new_p = list(new_p)
+    new_p[count] = params[count] + 1.0
+    return tuple(new_p), new_m, new_v
+
+
+def dot_rows(user_table, item_table, users, items):
+    """``user_table[u] . item_table[i]`` per replica, ``[R, n]``, for index tensors ``[R, n]``
+    (a model without biases: an imputation model, a control model, an adversary)."""
+    return tf.reduce_sum(tf.gather(user_table, users, batch_dims=1)
+                         * tf.gather(item_table, items, batch_dims=1), axis=-1)
+
+
+def add_rows(table_grad, rows, g, other):
+    """``table_grad`` ``[R, n, ...]`` plus ``g[..., None] * other`` added at ``rows`` ``[R, B]``
+    (the gradient of a batch's inner products w.r.t. one table)."""
+    rep = tf.broadcast_to(tf.range(tf.shape(rows)[0])[:, None], tf.shape(rows))
+    return tf.tensor_scatter_nd_add(table_grad, tf.stack([rep, rows], axis=-1),
+                                    g[..., None] * other)

@@ -53,7 +53,13 @@ import functools
 import numpy as np
 
 from atrec.learners import mf  # noqa: E402
-from atrec.learners.base import MF, Learner, StepContext, adam_on, uniform_cells  # noqa: E402
+from atrec.learners.base import (  # noqa: E402
+    MF,
+    Learner,
+    StepContext,
+    adam_counted,
+    uniform_cells,
+)
 from atrec.runtime import tf  # noqa: E402
 
 BLOCK = 20                      # steps per block of the alternation
@@ -179,11 +185,8 @@ def predictor_turn(step):
 
 def _step(indices, count, grads, params, m, v, lr):
     """Adam on the parameters at ``indices``, bias-corrected by the count at ``count``, which
-    goes up by one; the rest of the tuple and its moments are returned unchanged."""
-    new_p, new_m, new_v = adam_on(indices, params, m, v, grads, params[count] + 1.0, lr)
-    new_p = list(new_p)
-    new_p[count] = params[count] + 1.0
-    return tuple(new_p), new_m, new_v
+    goes up by one (:func:`atrec.learners.base.adam_counted`)."""
+    return adam_counted(indices, count, params, m, v, grads, lr)
 
 
 def predictor_step(params: tuple, m: tuple, v: tuple, t, users, items, labels, weights, lam, lr,

@@ -134,11 +134,13 @@ def l2_penalty(params: tuple, lam):
     return lam * half_sq
 
 
-def gradients(params: tuple, users, items, labels, weights, lam, snips):
+def gradients(params: tuple, users, items, labels, weights, lam, snips, denom=None):
     """Loss per replica ``[R]`` and its exact gradients w.r.t. ``params`` (dense tensors).
 
     ``users``, ``items``, ``labels``, ``weights`` are ``[R, B]``; weights are ``1 / P``;
-    ``snips`` selects the aggregation as in :func:`weighted_loss`.
+    ``snips`` selects the aggregation as in :func:`weighted_loss`. ``denom`` (``[R, 1]``)
+    replaces that aggregation's denominator (a batch whose other pairs add to the denominator
+    but not to the gradient, :mod:`atrec.learners.ijcai_dr`).
     """
     U, V, bu, bi, b = params
     R = tf.shape(users)[0]
@@ -147,7 +149,7 @@ def gradients(params: tuple, users, items, labels, weights, lam, snips):
     pred = (tf.reduce_sum(pu * qi, axis=-1) + tf.gather(bu, users, batch_dims=1)
             + tf.gather(bi, items, batch_dims=1) + b[:, None])
     err = pred - labels
-    denom = _denominator(weights, snips)
+    denom = _denominator(weights, snips) if denom is None else denom
     data_loss = tf.reduce_sum(weights * err * err / denom, axis=1)
     g = 2.0 * weights * err / denom  # dLoss / dpred, [R, B]
     rep = tf.broadcast_to(tf.range(R)[:, None], tf.shape(users))

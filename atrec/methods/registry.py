@@ -11,6 +11,7 @@ from atrec.methods import dr
 from atrec.methods.base import Method, validate_method_class
 from atrec.methods.cause import CausE
 from atrec.methods.damf import DAMF
+from atrec.methods.ijcai_dr import IJCAIDR
 from atrec.methods.mf_ips import MFIPS
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
 from atrec.propensity.registry import applies_to
@@ -27,6 +28,7 @@ def _builtins() -> None:
         METHODS.register(cls)
     METHODS.register(CausE)
     METHODS.register(DAMF)
+    METHODS.register(IJCAIDR)
 
 
 METHODS.builtins(_builtins)

@@ -30,7 +30,7 @@ def fit_with_at(method: Method, problem: FitProblem, params: dict,
     learners = (learner, learner, MF)
     seeds = list(problem.seeds)
     inits = at.initial_params(problem.num_users, problem.num_items, params["dim"], seeds,
-                              learners)
+                              learners, settings.bias_init)
     res = at.fit_at(inits, problem.train, problem.val, problem.test, params["lam"],
                     params["epsilon"], settings, seeds, problem.num_users, problem.num_items,
                     learners=learners)

@@ -49,6 +49,8 @@ from atrec.propensity.registry import (
 )
 from atrec.reporting.common import (
     DIGITS,
+    LOWER_IS_BETTER,
+    METRIC_LABELS,
     at_column_groups,
     better_pair,
     column_name,
@@ -349,12 +351,21 @@ def benchmark_json(bench: Benchmark) -> dict:
                       "tests": tests})
 
 
+def _directions(metrics) -> str:
+    """``lower MAE/MSE, higher nDCG@3``: which way is better, for the metrics shown."""
+    lower = [METRIC_LABELS[m] for m in metrics if LOWER_IS_BETTER[m]]
+    higher = list(dict.fromkeys(METRIC_LABELS[m].split(" (")[0] for m in metrics
+                                if not LOWER_IS_BETTER[m]))
+    return ", ".join(part for part in (f"lower {'/'.join(lower)}" if lower else "",
+                                       f"higher {'/'.join(higher)}" if higher else "") if part)
+
+
 def _legend(bench: Benchmark, fmt: str) -> str:
     ns = [c.n for m in bench.summaries for c in bench.summaries[m].cells.values()
           if m in {i.name for i in bench.methods}] or [0]
     dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
     text = (f"Means over {seeds_text(ns)} seeds (params: {bench.params}); {marker_name(fmt)} "
-            f"marks the best of each column within a dataset (lower MAE/MSE, higher nDCG@3); "
+            f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
             f"{dagger} uses MCAR labels (propensity or method); - means no results.")
     return f"% {text}" if fmt == "latex" else text
 
