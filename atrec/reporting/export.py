@@ -33,8 +33,9 @@ from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.evaluation.summary import resolve_params_label
 from atrec.fileio import atomic_write, atomic_write_text
 from atrec.methods.registry import base_method
-from atrec.names import METRICS
+from atrec.names import DEFAULT_PROTOCOL, METRICS
 from atrec.paths import results_dir
+from atrec.protocols.registry import record_protocol
 from atrec.results.records import iter_records, params_label
 
 RUN_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "params_source",
@@ -87,7 +88,8 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
     rows, hyper = [], {}
     selected = [r for r in iter_records(root) if _matches(r, datasets, methods, labels)]
     carried = metrics_in(selected)
-    shown = METRICS if not selected or set(METRICS) & set(carried) else ()
+    saito = not selected or any(record_protocol(r) == DEFAULT_PROTOCOL for r in selected)
+    shown = METRICS if saito else ()
     metric_columns = (*sorted({*shown, *carried}, key=metric_order), *SELECTION_COLUMNS)
     for record in selected:
         metrics = record["metrics"]
