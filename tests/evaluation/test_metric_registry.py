@@ -8,6 +8,8 @@ import pytest
 
 from atrec.errors import AtrecError
 from atrec.evaluation.registry import (
+    DIRECTIONS,
+    LABELS,
     METRICS,
     Metric,
     get_metric,
@@ -15,7 +17,6 @@ from atrec.evaluation.registry import (
     metrics_in,
     ranking_values,
 )
-from atrec.names import LOWER_IS_BETTER, METRIC_LABELS
 
 # two users: user 0 rates (3, 1, 2) and its items are scored (0.1, 0.9, 0.5), so the predicted
 # order is ratings 1, 2, 3; user 1 has a single item (rating 4)
@@ -75,9 +76,9 @@ def test_paper_and_standard_ndcg_registered_with_their_golden_values():
 
 
 def test_directions_and_labels():
-    assert [LOWER_IS_BETTER[m] for m in metric_names()[:6]] == [True, True, False, False,
-                                                                 False, False]
-    assert METRIC_LABELS["ndcg5_ijcai"] == "nDCG@5" and METRIC_LABELS["recall5_ijcai"] == "Recall@5"
+    assert [DIRECTIONS[m] for m in metric_names()[:6]] == [True, True, False, False, False,
+                                                            False]
+    assert LABELS["ndcg5_ijcai"] == "nDCG@5" and LABELS["recall5_ijcai"] == "Recall@5"
 
 
 def test_metrics_in_keeps_registry_order_and_skips_other_keys():

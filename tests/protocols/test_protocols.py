@@ -89,12 +89,19 @@ class _NoMSE(Protocol):
 
 @pytest.mark.parametrize("cls, message", [
     (_NoSplit, "does not implement split"),
-    (_NoMSE, "hold mae and mse"),
+    (_NoMSE, "holding mae and mse"),
     (int, "not a subclass"),
 ])
 def test_broken_protocols_are_refused(cls, message):
     with pytest.raises(ValueError, match=message):
         validate_protocol_class(cls)
+
+
+def test_every_protocols_metrics_are_registered():
+    from atrec.evaluation.registry import metric_names
+
+    for name in protocol_names():
+        assert set(get_protocol(name).metrics) <= set(metric_names()), name
 
 
 def test_schedule_checks_its_values():
