@@ -52,14 +52,14 @@ class Metric:
             raise ValueError(f"metric {self.name!r}: kind must be one of {', '.join(KINDS)}, "
                              f"got {self.kind!r}")
         if not callable(self.compute):
-            raise ValueError(f"metric {self.name!r}: compute must be callable")
+            raise TypeError(f"metric {self.name!r}: compute must be callable")
         if not isinstance(self.label, str) or not self.label:
             raise ValueError(f"metric {self.name!r} needs a non-empty label")
 
 
 def _validate(obj) -> None:
     if not isinstance(obj, Metric):
-        raise ValueError(f"{obj!r} is not an atrec.evaluation.registry.Metric")
+        raise TypeError(f"{obj!r} is not an atrec.evaluation.registry.Metric")
 
 
 def _mse(users, ratings, predictions) -> float:

@@ -148,14 +148,14 @@ def validate_protocol_class(cls: type) -> None:
     Its metrics are names here (this layer sits below the metric registry); a name that is not
     registered is a one-line error when a run computes it."""
     if not (isinstance(cls, type) and issubclass(cls, Protocol)):
-        raise ValueError(f"{cls!r} is not a subclass of atrec.protocols.base.Protocol")
+        raise TypeError(f"{cls!r} is not a subclass of atrec.protocols.base.Protocol")
     if not isinstance(getattr(cls, "label", None), str) or not cls.label:
         raise ValueError(f"protocol class {cls.__name__} lacks a non-empty 'label'")
     if cls.view not in VIEWS:
         raise ValueError(f"protocol class {cls.__name__}: view must be one of "
                          f"{', '.join(VIEWS)}, got {cls.view!r}")
     if not isinstance(cls.schedule, Schedule):
-        raise ValueError(f"protocol class {cls.__name__}: schedule must be a Schedule")
+        raise TypeError(f"protocol class {cls.__name__}: schedule must be a Schedule")
     if cls.ranking_part not in RANKING_PARTS:
         raise ValueError(f"protocol class {cls.__name__}: ranking_part must be one of "
                          f"{', '.join(RANKING_PARTS)}, got {cls.ranking_part!r}")

@@ -36,6 +36,8 @@ uniform cells of those methods; atrec draws the cells from its stateless per-rep
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from atrec.data.ratings import RatingData
@@ -104,8 +106,8 @@ class IJCAI2022(Protocol):
     selection = ("lowest validation criterion (self-normalised IPS MSE with the run's "
                  "propensity; plain MSE for a method without one)")
     schedule = Schedule(steps=2500, batch_size=2048, learning_rate=0.01, bias_init="zero")
-    method_steps = {"damf": {"steps": 5000, "batch_size": 1024},
-                    "ijcai-dr": {"steps": 5000}}
+    method_steps: ClassVar[dict] = {"damf": {"steps": 5000, "batch_size": 1024},
+                                    "ijcai-dr": {"steps": 5000}}
     ranking_part = "test"
     param_sets = ("reference", "tuned")
     reference_params = REFERENCE_PARAMS

@@ -87,15 +87,15 @@ def test_metrics_in_keeps_registry_order_and_skips_other_keys():
     assert metrics_in(records) == ("mae", "mse", "recall5_ijcai")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"kind": "other"}, "kind must be one of"),
-    ({"compute": 3}, "compute must be callable"),
-    ({"label": ""}, "non-empty label"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"kind": "other"}, ValueError, "kind must be one of"),
+    ({"compute": 3}, TypeError, "compute must be callable"),
+    ({"label": ""}, ValueError, "non-empty label"),
 ])
-def test_bad_metric_definitions(kwargs, message):
+def test_bad_metric_definitions(kwargs, error, message):
     base = {"name": "x", "label": "X", "lower_is_better": True, "kind": "selected",
             "compute": lambda u, r, v: 0.0}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         Metric(**{**base, **kwargs})
 
 
