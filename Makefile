@@ -4,6 +4,7 @@
 #   make test        # installs atrec with its test dependencies (the dev extra: pytest, the
 #                    # postgres extra's driver, pgserver, the dask extra) and the example
 #                    # plug-in, then runs the test suite (tests/ and examples/plugin/tests/)
+# make docs builds the documentation site into site/ (mkdocs.yml; warnings are errors).
 PYTHON ?= python3
 ATREC  ?= $(PYTHON) -m atrec
 # Local copies of the public datasets (this workplace has no network). Point these at a file,
@@ -15,7 +16,7 @@ ML_SOURCE   ?= $(wildcard $(SHARED)/ml-100k)
 ATREC_YAHOO_SOURCE ?=
 STAMP := .make/installed
 
-.PHONY: install test reproduce bench lint clean
+.PHONY: install test reproduce bench lint docs clean
 
 # The example plug-in (examples/plugin) is installed too, so its entry point is registered and
 # atrec's tests over every registered method see a method from outside atrec. --no-deps: its
@@ -46,6 +47,13 @@ lint: $(STAMP)
 	$(PYTHON) -m ruff check atrec tests benchmarks examples
 	lint-imports
 
+# The site (mkdocs.yml): MkDocs, Material and mkdocstrings come with the dev extra (and the docs
+# extra). --strict: a warning (a broken link, a page outside the navigation) fails the build. The
+# method and propensity pages are made from the registries, so the example plug-in (installed by
+# $(STAMP)) gets its page.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf .make build dist *.egg-info examples/plugin/*.egg-info .pytest_cache
+	rm -rf .make build dist site *.egg-info examples/plugin/*.egg-info .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,329 @@
+"""Reference pages of every registered method and propensity estimator, made from atrec's
+registries when the site is built, so a plug-in installed beside atrec gets its page too.
+
+A page gives what the class declares (name, label, description, its docstring, hyperparameters
+and search space, what it uses, whether it serves inside AT, its source) and the Coat numbers
+that ship with atrec: the parameter sets in ``atrec/resources`` (with the tuning's best
+validation loss where one was recorded), the paper's Table 1, and atrec's measured means in
+``docs/data/coat_measured.csv``.
+
+This file is also the MkDocs hook (``hooks:`` in ``mkdocs.yml``): :func:`on_config` puts the
+pages in the navigation, :func:`on_files` adds them to the build, and :func:`on_page_markdown`
+replaces ``<!-- atrec:measured -->`` in a hand-written page by the measured table.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import re
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from atrec.methods.base import EPSILON, Method
+from atrec.methods.registry import METHODS
+from atrec.propensity.registry import PROPENSITIES
+from atrec.registry import BUILT_IN
+
+HERE = Path(__file__).resolve().parent
+MEASURED_CSV = HERE / "data" / "coat_measured.csv"
+MEASURED_MARK = "<!-- atrec:measured -->"
+NAV_TITLE = "Methods and propensities"
+METHOD_DIR = "reference/methods"
+PROPENSITY_DIR = "reference/propensities"
+INDEX = "reference/index.md"
+NO_PROPENSITY = "none"
+METRICS = (("mae", "MAE"), ("mse", "MSE"), ("ndcg", "nDCG@3"))
+
+_ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc):`([^`]+)`")
+_RULE = re.compile(r"^\s*=+(\s+=+)+\s*$")
+
+
+# ---------------------------------------------------------------------------- shipped data
+
+def _resource_yaml(name: str) -> dict:
+    with resources.files("atrec").joinpath("resources", name).open(encoding="utf-8") as f:
+        return yaml.safe_load(f) or {}
+
+
+def shipped_params() -> dict[str, dict[str, dict]]:
+    """``set -> config key -> values`` for Coat: ``published`` (the paper's authors' values,
+    MF-IPS's keys have no method prefix) and ``tuned-atrec`` (with ``best_value``)."""
+    return {"published": _resource_yaml("published_params.yaml").get("coat", {}),
+            "tuned-atrec": _resource_yaml("tuned_atrec_params.yaml").get("coat", {})}
+
+
+def paper_table1() -> list[dict]:
+    """Coat rows of the paper's Table 1 (``resources/paper_table1.csv``)."""
+    text = resources.files("atrec").joinpath("resources", "paper_table1.csv").read_text("utf-8")
+    rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
+    return [r for r in rows if r["dataset"] == "coat"]
+
+
+def measured_rows(path: Path = MEASURED_CSV) -> list[dict]:
+    """atrec's measured Coat means (``docs/data/coat_measured.csv``), one dict per row."""
+    lines = [line for line in path.read_text("utf-8").splitlines() if not line.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+# ---------------------------------------------------------------------------- text helpers
+
+def rst_to_markdown(text: str) -> str:
+    """A docstring's reStructuredText as Markdown, well enough for prose: roles and double
+    back-quotes become code spans, simple tables become fenced blocks."""
+    def role(match: re.Match) -> str:
+        target = match.group(1)
+        if "<" in target and target.endswith(">"):
+            return f"`{target.split('<')[0].strip()}`"
+        return f"`{target.lstrip('~').split('.')[-1] if target.startswith('~') else target}`"
+
+    text = _ROLE.sub(role, text).replace("``", "`")
+    out, in_table = [], False
+    for line in text.splitlines():
+        if not in_table and _RULE.match(line):
+            out.append("```text")
+            in_table = True
+        elif in_table and not line.strip():
+            out.append("```")
+            in_table = False
+        out.append(line)
+    if in_table:
+        out.append("```")
+    return "\n".join(out)
+
+
+def _own_doc(obj) -> str:
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    return inspect.cleandoc(doc) if doc else ""
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
+              for row in rows]
+    return "\n".join(lines)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _source(cls: type, origin: str) -> str:
+    where = f"`{cls.__module__}.{cls.__qualname__}`"
+    if origin == BUILT_IN:
+        return f"{where} (`{cls.__module__.replace('.', '/')}.py`, built into atrec)"
+    return f"{where}, from the installed package `{origin}` (an entry point)"
+
+
+def serves_in_at(cls: type) -> bool:
+    """Whether a method can be A1 and A2 of asymmetric tri-training."""
+    declared = getattr(cls, "serves_in_at", None)
+    if isinstance(declared, bool):
+        return declared
+    return cls.learner is not Method.learner
+
+
+def _doc_sections(cls: type) -> list[str]:
+    """The class's own docstring and its module's, as Markdown sections."""
+    out = []
+    doc = _own_doc(cls)
+    if doc:
+        out += ["## What it computes", "", rst_to_markdown(doc), ""]
+    module = inspect.getmodule(cls)
+    module_doc = _own_doc(module) if module else ""
+    if module_doc:
+        out += ["## From its module", "", rst_to_markdown(module_doc), ""]
+    return out
+
+
+def _values(values: dict) -> str:
+    return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in sorted(values.items()) if k not in ("best_value", "trials"))
+
+
+def _measured_table(rows: list[dict], first: str) -> str:
+    header = [first, "params"] + [f"{label} {side}" for _, label in METRICS
+                                  for side in ("w/o AT", "w/ AT")]
+    body = [[r[first], r["params"]] + [r[key + suffix] or "-" for key, _ in METRICS
+                                       for suffix in ("", "_at")] for r in rows]
+    return _table(header, body)
+
+
+# ---------------------------------------------------------------------------- pages
+
+def method_page(entry, params: dict, paper: list[dict], measured: list[dict]) -> str:
+    """The reference page of one method entry (:class:`atrec.registry.Entry`)."""
+    cls = entry.cls
+    uses = [w for w, flag in (("a propensity (weights 1/P)", cls.uses_propensity),
+                              ("MCAR labels (marked †)", cls.uses_mcar)) if flag]
+    parts = [f"# {cls.label} (`{entry.name}`)", "", cls.description or "", "",
+             _table(["", ""], [
+                 ["`--method`", f"`{entry.name}`"],
+                 ["uses", "; ".join(uses) or "neither a propensity nor MCAR labels"],
+                 ["serves inside AT (A1 and A2)", _yes(serves_in_at(cls))],
+                 ["reference", cls.reference or "-"],
+                 ["source", _source(cls, entry.origin)]]), ""]
+    parts += _doc_sections(cls)
+    rows = [[f"`{h.name}`", h.kind, h.describe(), h.allowed, h.help or "-"]
+            for h in cls.hyperparameters]
+    rows.append([f"`{EPSILON.name}` (with AT only)", EPSILON.kind, EPSILON.describe(),
+                 EPSILON.allowed, EPSILON.help])
+    parts += ["## Hyperparameters and search space", "",
+              "`atrec tune` samples the search space (Optuna TPE); a parameter file may give "
+              "any accepted value.", "",
+              _table(["name", "kind", "search space", "accepted in a file", "what"], rows), ""]
+    parts += _method_numbers(entry.name, cls, params, paper, measured)
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _method_numbers(name: str, cls: type, params: dict, paper: list[dict],
+                    measured: list[dict]) -> list[str]:
+    out = ["## Coat numbers shipped with atrec", ""]
+    sets = []
+    prefix = "" if name == "mf-ips" else f"{name}/"
+    for set_name, table in params.items():
+        for key, values in table.items():
+            if (prefix and key.startswith(prefix)) or (not prefix and "/" not in key):
+                best = values.get("best_value")
+                sets.append([set_name, f"`{key}`", _values(values),
+                             f"{best:.4f}" if best is not None else "-"])
+    for key, values in cls.reference_params.get("coat", {}).items():
+        sets.append(["reference (= published for this method)", f"`{key}`", _values(values),
+                     "-"])
+    if sets:
+        out += ["Parameter sets (`--params`); *best validation loss* is the tuning study's "
+                "objective where it was recorded.", "",
+                _table(["set", "configuration", "values", "best validation loss"], sets), ""]
+    mine = [r for r in measured if r["method"] == name]
+    if mine:
+        out += ["Measured by atrec, mean of 20 seeds ([Results](../../results.md)):", "",
+                _measured_table(mine, "propensity"), ""]
+    if name == "mf-ips" and paper:
+        out += ["The paper's Table 1 (Saito, SIGIR 2020):", "", _paper_table(paper), ""]
+    if len(out) == 2:
+        out += ["No Coat numbers ship for this method: train it "
+                f"(`atrec train --method {name} --dataset coat`) or tune it first.", ""]
+    return out
+
+
+def _paper_table(paper: list[dict]) -> str:
+    by = {(r["propensity"], r["with_at"]): r for r in paper}
+    rows = []
+    for prop in dict.fromkeys(r["propensity"] for r in paper):
+        wo, w = by.get((prop, "false"), {}), by.get((prop, "true"), {})
+        rows.append([prop] + [x.get(k, "-") for k in ("mae", "mse", "ndcg3_paper")
+                              for x in (wo, w)])
+    return _table(["propensity", "MAE w/o AT", "MAE w/ AT", "MSE w/o AT", "MSE w/ AT",
+                   "nDCG@3 w/o AT", "nDCG@3 w/ AT"], rows)
+
+
+def propensity_page(entry, params: dict, paper: list[dict], measured: list[dict]) -> str:
+    """The reference page of one propensity entry (:class:`atrec.registry.Entry`)."""
+    cls = entry.cls
+    parts = [f"# {cls.label} (`{entry.name}`)", "", cls.description or "", "",
+             _table(["", ""], [
+                 ["`--propensity`", f"`{entry.name}`" if cls.selectable
+                  else "not offered: built by its own experiment only"],
+                 ["uses MCAR labels", _yes(cls.uses_mcar) + (" (marked †)" if cls.uses_mcar
+                                                             else "")],
+                 ["a row of the paper's Table 1", _yes(cls.paper_row)],
+                 ["datasets", ", ".join(cls.datasets) if cls.datasets else "any"],
+                 ["source", _source(cls, entry.origin)]]), ""]
+    parts += _doc_sections(cls)
+    parts += ["## Coat numbers shipped with atrec", ""]
+    published = {k: v for k, v in params.get("published", {}).items()
+                 if k in (entry.name, f"{entry.name}-at")}
+    if published:
+        parts += ["MF-IPS with this estimator, the authors' published values (`--params "
+                  "published`):", "",
+                  _table(["configuration", "values"],
+                         [[f"`{k}`", _values(v)] for k, v in published.items()]), ""]
+    mine = [r for r in measured if r["propensity"] == entry.name]
+    if mine:
+        parts += ["Measured by atrec with this estimator, mean of 20 seeds "
+                  "([Results](../../results.md)):", "", _measured_table(mine, "method"), ""]
+    rows = [r for r in paper if r["propensity"] == entry.name]
+    if rows:
+        parts += ["The paper's Table 1 (MF-IPS with this estimator):", "", _paper_table(rows),
+                  ""]
+    if not (published or mine or rows):
+        parts += ["No Coat numbers ship for this estimator.", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def index_page(methods, propensities, problems) -> str:
+    """The catalogue: one line per method and estimator, linking their pages."""
+    m_rows = [[f"[`{e.name}`](methods/{e.name}.md)", e.cls.label, _yes(e.cls.uses_propensity),
+               _yes(e.cls.uses_mcar), _yes(serves_in_at(e.cls)), e.origin] for e in methods]
+    p_rows = [[f"[`{e.name}`](propensities/{e.name}.md)", e.cls.label, _yes(e.cls.uses_mcar),
+               _yes(e.cls.paper_row), e.origin] for e in propensities]
+    parts = ["# Methods and propensities", "",
+             "Every method and propensity estimator registered when this site was built: "
+             "atrec's own and those of installed plug-ins (entry-point groups `atrec.methods` "
+             "and `atrec.propensities`). `atrec methods` prints the same catalogue.", "",
+             "## Methods", "",
+             _table(["method", "label", "propensity", "MCAR labels", "inside AT", "origin"],
+                    m_rows), "", "## Propensity estimators", "",
+             _table(["propensity", "label", "MCAR labels", "Table 1 row", "origin"], p_rows),
+             ""]
+    if problems:
+        parts += ["## Plug-ins left out", ""] + [f"- {line}" for line in problems] + [""]
+    return "\n".join(parts)
+
+
+def pages() -> dict[str, str]:
+    """Every generated page: ``path under docs/ -> Markdown``."""
+    params, paper, measured = shipped_params(), paper_table1(), measured_rows()
+    methods, propensities = METHODS.entries(), PROPENSITIES.entries()
+    out = {INDEX: index_page(methods, propensities,
+                             list(METHODS.problems.values()) +
+                             list(PROPENSITIES.problems.values()))}
+    for e in methods:
+        out[f"{METHOD_DIR}/{e.name}.md"] = method_page(e, params, paper, measured)
+    for e in propensities:
+        out[f"{PROPENSITY_DIR}/{e.name}.md"] = propensity_page(e, params, paper, measured)
+    return out
+
+
+def nav() -> list:
+    """The navigation of the generated pages."""
+    return [{"Catalogue": INDEX},
+            {"Methods": [{e.name: f"{METHOD_DIR}/{e.name}.md"} for e in METHODS.entries()]},
+            {"Propensities": [{e.name: f"{PROPENSITY_DIR}/{e.name}.md"}
+                              for e in PROPENSITIES.entries()]}]
+
+
+def measured_markdown() -> str:
+    """The measured Coat table of the Results page (every row of the CSV)."""
+    rows = measured_rows()
+    for r in rows:
+        r["method"] = f"{r['method']}, {r['propensity']}"
+    return _measured_table(rows, "method").replace("| method |", "| method, propensity |", 1)
+
+
+# ---------------------------------------------------------------------------- MkDocs hooks
+
+def on_config(config):
+    """Put the generated pages under the navigation entry :data:`NAV_TITLE`."""
+    for item in config["nav"] or []:
+        if isinstance(item, dict) and NAV_TITLE in item:
+            item[NAV_TITLE] = nav()
+    return config
+
+
+def on_files(files, config):
+    """Add the generated pages to the build (they are never written under ``docs/``)."""
+    from mkdocs.structure.files import File  # only when MkDocs builds
+
+    for path, text in pages().items():
+        files.append(File.generated(config, path, content=text))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Replace :data:`MEASURED_MARK` by the measured Coat table."""
+    if MEASURED_MARK in markdown:
+        return markdown.replace(MEASURED_MARK, measured_markdown())
+    return markdown

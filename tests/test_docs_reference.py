@@ -1,0 +1,116 @@
+"""The documentation site's generated reference: one page per registered method and propensity
+estimator (the example plug-in's ``mf-umi`` included), each giving what the class declares and
+the Coat numbers that ship with atrec; and the site's configuration names that navigation."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from atrec.methods.base import DIM, LAM, Hyperparameter, Method
+from atrec.methods.registry import METHODS
+from atrec.propensity.registry import PROPENSITIES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def gen():
+    spec = importlib.util.spec_from_file_location("gen_reference",
+                                                  ROOT / "docs" / "gen_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def pages(gen):
+    return gen.pages()
+
+
+def test_a_page_for_every_registered_method_and_propensity(gen, pages):
+    methods, propensities = METHODS.names(), PROPENSITIES.names()
+    assert "mf-umi" in methods, "the example plug-in is installed by make install"
+    assert {"mf-ips", "dr-jl", "cause", "damf"} <= set(methods)
+    expected = ({f"reference/methods/{m}.md" for m in methods}
+                | {f"reference/propensities/{p}.md" for p in propensities}
+                | {"reference/index.md"})
+    assert set(pages) == expected
+    for name in methods:
+        assert f"(methods/{name}.md)" in pages["reference/index.md"]
+    for name in propensities:
+        assert f"(propensities/{name}.md)" in pages["reference/index.md"]
+
+
+def test_method_page_declares_space_uses_at_and_source(pages):
+    umi = pages["reference/methods/mf-umi.md"]
+    assert umi.startswith("# MF-UMI (`mf-umi`)")
+    assert "| `gamma` | float | float [0.001, 1] log | a number in [0, 100] |" in umi
+    assert "| `epsilon` (with AT only) |" in umi
+    assert "| serves inside AT (A1 and A2) | yes |" in umi
+    assert "installed package `atrec-example-umi`" in umi
+    assert "`mf-umi/item-at` | dim 20, epsilon 0.1638, gamma 0.1, lam 0.001007 |" in umi
+    cause = pages["reference/methods/cause.md"]
+    assert "| uses | MCAR labels (marked †) |" in cause
+    # tuned-atrec's cause/none: best_value 1.234816551208496, dim 30 (resources file)
+    assert "| tuned-atrec | `cause/none` | cause_pen 4.785e-05, dim 30, lam 0.002284 | 1.2348 |" \
+        in cause
+
+
+def test_mf_ips_page_has_paper_and_measured_coat_numbers(pages):
+    page = pages["reference/methods/mf-ips.md"]
+    # paper_table1.csv: coat,nb-uniform,false,0.951,1.268,0.281 / true,0.920,1.260,0.289
+    assert "| nb-uniform | 0.951 | 0.920 | 1.268 | 1.260 | 0.281 | 0.289 |" in page
+    assert "| item | published | 0.875 | 0.836 | 1.119 | 1.131 | 0.2904 | 0.2931 |" in page
+    assert "| published | `item-at` | dim 20, epsilon 0.1638, lam 0.001007 | - |" in page
+
+
+def test_propensity_page(pages):
+    page = pages["reference/propensities/nb-true.md"]
+    assert "| uses MCAR labels | yes (marked †) |" in page
+    assert "| a row of the paper's Table 1 | yes |" in page
+    hidden = pages["reference/propensities/data-item.md"]
+    assert "not offered: built by its own experiment only" in hidden
+    assert "No Coat numbers ship for this estimator." in hidden
+
+
+def test_a_newly_registered_plug_in_gets_its_page(gen):
+    class Toy(Method):
+        """A toy: ``f(u,i) = b_i``, trained on :class:`~atrec.methods.base.FitProblem`."""
+
+        name, label, uses_propensity = "toy-docs", "Toy", False
+        hyperparameters = (DIM, LAM, Hyperparameter("k", "int", 1, 3))
+
+        def fit(self, problem, params, settings):  # never trained here
+            raise NotImplementedError
+
+    METHODS.register(Toy, origin="toy-package")
+    try:
+        page = gen.pages()["reference/methods/toy-docs.md"]
+    finally:
+        METHODS.unregister("toy-docs")
+    assert "A toy: `f(u,i) = b_i`, trained on `FitProblem`." in page
+    assert "| `k` | int | int 1..3 step 1 | an integer in 1..12 |" in page
+    assert "| serves inside AT (A1 and A2) | no |" in page
+    assert "| uses | neither a propensity nor MCAR labels |" in page
+    assert "No Coat numbers ship for this method" in page
+
+
+def test_rst_to_markdown(gen):
+    text = ("Uses :class:`~atrec.data.splits.Split` and :meth:`fit <atrec.x.fit>`, ``a | b``.\n"
+            "\n== ===\nab cd\n== ===\n\nafter")
+    assert gen.rst_to_markdown(text) == (
+        "Uses `Split` and `fit`, `a | b`.\n\n```text\n== ===\nab cd\n== ===\n```\n\nafter")
+
+
+def test_mkdocs_nav_has_the_generated_section(gen):
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    titles = [next(iter(item)) for item in config["nav"]]
+    assert gen.NAV_TITLE in titles
+    assert "docs/gen_reference.py" in config["hooks"]
+    filled = gen.on_config({"nav": [{gen.NAV_TITLE: []}]})["nav"][0][gen.NAV_TITLE]
+    methods = filled[1]["Methods"]
+    assert {"mf-umi": "reference/methods/mf-umi.md"} in methods
