@@ -44,7 +44,7 @@ bench: $(STAMP)
 # docs/architecture.md): a module never imports from a layer above its own.
 lint: $(STAMP)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check ruff
-	$(PYTHON) -m ruff check atrec tests benchmarks examples
+	$(PYTHON) -m ruff check atrec tests benchmarks examples docs
 	lint-imports
 
 # The site (mkdocs.yml): MkDocs, Material and mkdocstrings come with the dev extra (and the docs

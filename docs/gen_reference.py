@@ -171,8 +171,8 @@ def method_page(entry, params: dict, paper: list[dict], measured: list[dict]) ->
     rows.append([f"`{EPSILON.name}` (with AT only)", EPSILON.kind, EPSILON.describe(),
                  EPSILON.allowed, EPSILON.help])
     parts += ["## Hyperparameters and search space", "",
-              "`atrec tune` samples the search space (Optuna TPE); a parameter file may give "
-              "any accepted value.", "",
+              ("`atrec tune` samples the search space (Optuna TPE); a parameter file may give "
+              "any accepted value."), "",
               _table(["name", "kind", "search space", "accepted in a file", "what"], rows), ""]
     parts += _method_numbers(entry.name, cls, params, paper, measured)
     return "\n".join(parts).rstrip() + "\n"
@@ -193,8 +193,8 @@ def _method_numbers(name: str, cls: type, params: dict, paper: list[dict],
         sets.append(["reference (= published for this method)", f"`{key}`", _values(values),
                      "-"])
     if sets:
-        out += ["Parameter sets (`--params`); *best validation loss* is the tuning study's "
-                "objective where it was recorded.", "",
+        out += [("Parameter sets (`--params`); *best validation loss* is the tuning study's "
+                "objective where it was recorded."), "",
                 _table(["set", "configuration", "values", "best validation loss"], sets), ""]
     mine = [r for r in measured if r["method"] == name]
     if mine:
@@ -203,8 +203,8 @@ def _method_numbers(name: str, cls: type, params: dict, paper: list[dict],
     if name == "mf-ips" and paper:
         out += ["The paper's Table 1 (Saito, SIGIR 2020):", "", _paper_table(paper), ""]
     if len(out) == 2:
-        out += ["No Coat numbers ship for this method: train it "
-                f"(`atrec train --method {name} --dataset coat`) or tune it first.", ""]
+        out += [("No Coat numbers ship for this method: train it "
+                f"(`atrec train --method {name} --dataset coat`) or tune it first."), ""]
     return out
 
 
@@ -236,14 +236,14 @@ def propensity_page(entry, params: dict, paper: list[dict], measured: list[dict]
     published = {k: v for k, v in params.get("published", {}).items()
                  if k in (entry.name, f"{entry.name}-at")}
     if published:
-        parts += ["MF-IPS with this estimator, the authors' published values (`--params "
-                  "published`):", "",
+        parts += [("MF-IPS with this estimator, the authors' published values (`--params "
+                  "published`):"), "",
                   _table(["configuration", "values"],
                          [[f"`{k}`", _values(v)] for k, v in published.items()]), ""]
     mine = [r for r in measured if r["propensity"] == entry.name]
     if mine:
-        parts += ["Measured by atrec with this estimator, mean of 20 seeds "
-                  "([Results](../../results.md)):", "", _measured_table(mine, "method"), ""]
+        parts += [("Measured by atrec with this estimator, mean of 20 seeds "
+                  "([Results](../../results.md)):"), "", _measured_table(mine, "method"), ""]
     rows = [r for r in paper if r["propensity"] == entry.name]
     if rows:
         parts += ["The paper's Table 1 (MF-IPS with this estimator):", "", _paper_table(rows),
@@ -260,9 +260,9 @@ def index_page(methods, propensities, problems) -> str:
     p_rows = [[f"[`{e.name}`](propensities/{e.name}.md)", e.cls.label, _yes(e.cls.uses_mcar),
                _yes(e.cls.paper_row), e.origin] for e in propensities]
     parts = ["# Methods and propensities", "",
-             "Every method and propensity estimator registered when this site was built: "
+             ("Every method and propensity estimator registered when this site was built: "
              "atrec's own and those of installed plug-ins (entry-point groups `atrec.methods` "
-             "and `atrec.propensities`). `atrec methods` prints the same catalogue.", "",
+             "and `atrec.propensities`). `atrec methods` prints the same catalogue."), "",
              "## Methods", "",
              _table(["method", "label", "propensity", "MCAR labels", "inside AT", "origin"],
                     m_rows), "", "## Propensity estimators", "",
