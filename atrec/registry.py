@@ -39,8 +39,20 @@ class Entry:
 class Registry:
     """Named classes of one kind, built-in first, then the entry-point group's plug-ins.
 
-    ``kind`` names the thing in messages (``method``); ``validate(cls)`` raises ``ValueError``
-    (or ``TypeError``) with a message naming the bad field when a class breaks the contract.
+    Parameters
+    ----------
+    kind : str
+        What the classes are, in messages (``method``).
+    group : str
+        The entry-point group plug-ins register under (``atrec.methods``).
+    validate : callable
+        ``validate(cls)`` raises ``ValueError`` (or ``TypeError``) with a message naming the
+        bad field when a class breaks the contract.
+
+    Attributes
+    ----------
+    problems : dict
+        Entry-point name -> one-line reason, for each broken plug-in.
     """
 
     def __init__(self, kind: str, group: str, validate: Callable[[type], None],
@@ -59,9 +71,24 @@ class Registry:
         self._builtins.append(loader)
 
     def register(self, cls: type, origin: str = BUILT_IN) -> type:
-        """Add ``cls`` under ``cls.name``; usable as a class decorator. Returns ``cls``.
+        """Add a class under its ``name``; usable as a class decorator.
 
-        Raises ``ValueError`` for a class that breaks the contract or whose name is taken.
+        Parameters
+        ----------
+        cls : type
+            The class; its ``name`` must be lowercase letters, digits and ``-``.
+        origin : str, optional
+            Where it comes from: :data:`BUILT_IN` or the providing package's name.
+
+        Returns
+        -------
+        type
+            ``cls`` itself.
+
+        Raises
+        ------
+        ValueError
+            For a class that breaks the contract or whose name is taken.
         """
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not self.pattern.fullmatch(name):
@@ -99,15 +126,38 @@ class Registry:
                                           f"{reason}); fix or uninstall '{package}'")
 
     def entries(self) -> list[Entry]:
-        """Every registered entry, built-in first, in registration order."""
+        """Every registered entry, built-in first, in registration order.
+
+        Returns
+        -------
+        list of Entry
+            Loading the plug-ins on the first call.
+        """
         self._load()
         return list(self._entries.values())
 
     def names(self) -> tuple[str, ...]:
+        """The registered names, in registration order."""
         return tuple(e.name for e in self.entries())
 
     def entry(self, name: str) -> Entry:
-        """The entry called ``name``; an unknown name is a one-line :class:`AtrecError`."""
+        """The entry registered under a name.
+
+        Parameters
+        ----------
+        name : str
+            A registered name.
+
+        Returns
+        -------
+        Entry
+
+        Raises
+        ------
+        AtrecError
+            For an unknown name (listing the choices), or the broken plug-in's line when a
+            broken plug-in would have provided it.
+        """
         self._load()
         if name in self._entries:
             return self._entries[name]
@@ -118,10 +168,28 @@ class Registry:
 
     def expand(self, values, allowed: tuple[str, ...] | None = None,
                every: tuple[str, ...] | None = None) -> list[str]:
-        """Option values (comma-separated, repeated, ``all``) as registered names, from
-        ``allowed`` (default: all); ``all`` stands for ``every`` (default ``allowed``). A name
-        that a broken plug-in would have provided gets that
-        plug-in's line (:meth:`entry`); any other unknown name the list of choices."""
+        """Option values as registered names.
+
+        Parameters
+        ----------
+        values : iterable of str
+            Option values, each possibly comma-separated; ``all`` stands for ``every``.
+        allowed : tuple of str, optional
+            The names accepted (default: every registered one).
+        every : tuple of str, optional
+            What ``all`` means (default: ``allowed``).
+
+        Returns
+        -------
+        list of str
+            The names, in order, without repeats.
+
+        Raises
+        ------
+        AtrecError
+            For an unknown name: the broken plug-in's line when a broken plug-in would have
+            provided it (:meth:`entry`), else the list of choices.
+        """
         allowed = self.names() if allowed is None else allowed
         for value in values:
             for part in str(value).split(","):
@@ -131,5 +199,5 @@ class Registry:
         return expand(values, allowed, self.kind, every)
 
     def get(self, name: str) -> type:
-        """The class called ``name`` (see :meth:`entry`)."""
+        """The class registered under ``name``; raises as :meth:`entry` does."""
         return self.entry(name).cls

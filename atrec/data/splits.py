@@ -26,10 +26,30 @@ MCAR_SPLIT_SEED = 12345
 
 
 def shuffle_cut(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``(rest, cut)`` of a seeded shuffle; ``cut`` holds ``ceil(fraction * n)``.
+    """Positions of a seeded shuffle of ``n`` rows, cut in two.
 
     Same permutation and sizes as scikit-learn's ``train_test_split`` with
     ``test_size=fraction`` and ``random_state=seed``: ``cut`` is its test side.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    fraction : float
+        Share of the rows in ``cut``, in (0, 1).
+    seed : int
+        Seed of NumPy's ``RandomState`` permutation.
+
+    Returns
+    -------
+    rest, cut : numpy.ndarray
+        Disjoint positions; ``cut`` holds ``ceil(fraction * n)`` of them, ``rest`` the others,
+        both in permutation order.
+
+    Raises
+    ------
+    ValueError
+        When ``fraction`` is not strictly between 0 and 1.
     """
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction}")
@@ -44,14 +64,21 @@ class Split:
 
     Attributes
     ----------
-    train, val:
+    dataset : str
+        The dataset's name.
+    seed : int
+        The split seed (it also seeds the model of the run).
+    train, val : Ratings
         The 90% / 10% cut of the MNAR training ratings (shuffled by ``seed``).
-    test:
+    test : Ratings
         The 95% MCAR slice: MAE and MSE of every model are measured here.
-    test_prior:
-        The 5% MCAR slice: only used to estimate P(R=r) for the NB (true) propensity.
-    test_full:
+    test_prior : Ratings
+        The 5% MCAR slice: only read by what needs MCAR labels (the NB (true) propensity's
+        P(R=r), methods with ``uses_mcar``).
+    test_full : Ratings
         The whole MCAR test set: nDCG@3 is measured here, as in the authors' code.
+    num_users, num_items : int
+        The table sizes of the dataset.
     """
 
     dataset: str
@@ -66,7 +93,26 @@ class Split:
 
 
 def make_split(data: RatingData, seed: int) -> Split:
-    """The split of ``data`` for ``seed``. The same seed always gives identical arrays."""
+    """The split of a dataset for one seed; the same seed always gives identical arrays.
+
+    Parameters
+    ----------
+    data : RatingData
+        A preprocessed dataset (:func:`atrec.data.preprocess.load_data`).
+    seed : int
+        Non-negative split seed: it shuffles the 90/10 training/validation cut. The MCAR cut
+        always uses :data:`MCAR_SPLIT_SEED`.
+
+    Returns
+    -------
+    Split
+        The five parts of the run's data.
+
+    Raises
+    ------
+    ValueError
+        When ``seed`` is negative.
+    """
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
     train_pos, val_pos = shuffle_cut(len(data.train), VALIDATION_FRACTION, seed)

@@ -92,7 +92,20 @@ class Learner:
 
 
 def mf_scores(params: tuple, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-    """The authors' ranking score ``theta_u . beta_i + b_i`` per replica, shape ``[R, n]``."""
+    """The authors' ranking score ``theta_u . beta_i + b_i`` of MF parameters.
+
+    Parameters
+    ----------
+    params : tuple
+        MF parameters ``(U [R, nu, d], V [R, ni, d], bu [R, nu], bi [R, ni], b [R])``.
+    users, items : numpy.ndarray
+        int ``(n,)``: the pairs to score.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[R, n]``, one row per replica.
+    """
     U, V, _, bi, _ = params
     return np.stack([(U[k][users] * V[k][items]).sum(axis=1) + bi[k][items]
                      for k in range(len(U))])
@@ -123,14 +136,32 @@ def initial_params(learner: Learner, num_users: int, num_items: int, dim: int, s
 
 
 def adam_on(indices, params: tuple, m: tuple, v: tuple, grads: tuple, t, lr) -> tuple:
-    """One Adam step of the parameters at ``indices`` only (``grads`` holds theirs, in order);
-    the others and their moments are returned unchanged. For ``Learner.update``.
+    """One Adam step of the parameters at ``indices`` only; the others and their moments are
+    returned unchanged. For ``Learner.update``.
 
     The step runs on each array flattened to ``[R, n]`` (a free reshape), as MF-IPS's own loop
     runs it (:func:`atrec.learners.mf._flat`): XLA's CPU code for the element-wise pass then
     vectorises at every ``dim`` and gives the same bits as MF-IPS's Adam. Over ``[R, n, dim]``
     tables it rounds differently in the last bit (measured), so a learner whose extra terms
     vanish would not follow MF's trajectory exactly.
+
+    Parameters
+    ----------
+    indices : sequence of int
+        Positions in ``params`` of the arrays to update.
+    params, m, v : tuple
+        The parameters and Adam's first and second moments, shaped alike.
+    grads : tuple
+        The gradients of the arrays at ``indices``, in that order.
+    t : tf.Tensor
+        The 1-based step count.
+    lr : float
+        The learning rate.
+
+    Returns
+    -------
+    tuple
+        ``(params, m, v)`` after the step.
     """
     flat = lambda x: tf.reshape(x, [tf.shape(x)[0], -1])  # noqa: E731
     sub = lambda xs: tuple(flat(xs[i]) for i in indices)  # noqa: E731

@@ -1,21 +1,12 @@
 """The contract of a debiasing method: a named, validated object that fits many seeds at once.
 
-A method declares (as class attributes, readable without TensorFlow):
-
-- ``name`` (the ``--method`` value), ``label`` (its row label) and ``description``;
-- ``hyperparameters``: :class:`Hyperparameter` objects, each with its Optuna search space;
-  ``dim`` and ``lam`` (PROTOCOL.md's) by default;
-- ``uses_propensity``: False for a method that weights nothing by ``1 / P`` (it then runs once,
-  with weights 1, whatever ``--propensity`` says); ``uses_mcar``: True for a method that reads
-  MCAR labels (it is marked in the tables, as NB (true) is);
-- ``reference_params``: values its authors published, ``dataset -> config key -> values``
-  (the ``published`` parameter set of that method);
-
-and implements :meth:`Method.fit`, which trains the ``R`` seeds of a :class:`FitProblem`
-together (stacked replicas) and returns a :class:`MethodResult`, and :meth:`Method.learner`,
-the learner that asymmetric tri-training uses as A1 and A2 (:mod:`atrec.methods.tri_training`).
-
-This module imports no TensorFlow; :meth:`Method.fit` and :meth:`Method.learner` may.
+A method declares what it is as class attributes, readable without TensorFlow (name, label,
+hyperparameters with their search spaces, what it uses: :class:`Method`), and implements
+:meth:`Method.fit`, which trains the ``R`` seeds of a :class:`FitProblem` together (stacked
+replicas) and returns a :class:`MethodResult`, and :meth:`Method.learner`, the learner that
+asymmetric tri-training uses as A1 and A2 (:mod:`atrec.methods.tri_training`). Declaring
+everything up front lets ``atrec methods``, the tuner and the parameter-file checks work
+without loading TensorFlow; :meth:`Method.fit` and :meth:`Method.learner` may load it.
 """
 
 from __future__ import annotations
@@ -33,10 +24,31 @@ from atrec.protocol import TrainSettings
 class Hyperparameter:
     """One hyperparameter and its search space.
 
-    ``kind`` is ``int`` (a grid ``low, low + step, ..., high``) or ``float`` (``[low, high]``,
-    log-uniform when ``log``). ``maximum`` bounds values given in a parameter file (an ``int``
-    grid's default: ``4 * high``, so a hand-written file cannot ask for an absurd table);
-    ``positive`` makes 0 invalid for a ``float`` (whose file range is otherwise ``[0, bound]``).
+    Attributes
+    ----------
+    name : str
+        Its key in parameter files, records and Optuna trials.
+    kind : str
+        ``int`` (a grid ``low, low + step, ..., high``) or ``float`` (``[low, high]``).
+    low, high : float
+        The search space's ends.
+    step : int or None
+        The ``int`` grid's step (default 1).
+    log : bool
+        Sample a ``float`` log-uniformly.
+    help : str
+        One line for ``atrec methods`` and the reference pages.
+    maximum : float or None
+        The largest value a parameter file may give (an ``int`` grid's default: ``4 * high``,
+        so a hand-written file cannot ask for an absurd table).
+    positive : bool
+        Makes 0 invalid for a ``float`` (whose file range is otherwise ``[0, bound]``).
+
+    Raises
+    ------
+    ValueError
+        When ``kind`` is not ``int`` or ``float``, ``low >= high``, or ``low <= 0`` on a log
+        scale.
     """
 
     name: str
@@ -65,7 +77,18 @@ class Hyperparameter:
         return 4 * self.high if self.kind == "int" else math.inf
 
     def suggest(self, trial):
-        """One value through an Optuna ``trial``."""
+        """Sample one value of this hyperparameter.
+
+        Parameters
+        ----------
+        trial : optuna.trial.Trial
+            The trial that samples it (under :attr:`name`).
+
+        Returns
+        -------
+        int or float
+            The sampled value.
+        """
         if self.kind == "int":
             return trial.suggest_int(self.name, int(self.low), int(self.high),
                                      step=self.step or 1)
@@ -79,11 +102,26 @@ class Hyperparameter:
         return f"a number in {'(' if self.positive else '['}0, {self.bound:g}]"
 
     def check(self, value):
-        """``value`` as this hyperparameter's type; ``ValueError`` naming it, the value and the
-        allowed range when it is not a finite number within bounds.
+        """A value from a parameter file, checked and converted to this hyperparameter's type.
 
         A string that reads as a number is taken as one: PyYAML reads ``1e-3`` (no dot) as a
         string, and a hand-written file should not fail for that.
+
+        Parameters
+        ----------
+        value : object
+            The value as read.
+
+        Returns
+        -------
+        int or float
+            ``int`` for an ``int`` hyperparameter, else ``float``.
+
+        Raises
+        ------
+        ValueError
+            Naming the hyperparameter, the value and the allowed range, when the value is not
+            a finite number within bounds (or not a whole number for an ``int``).
         """
         shown = f"{value!r:.60}"
         number = value
@@ -128,14 +166,25 @@ EPSILON = Hyperparameter("epsilon", "float", 1e-3, 1.0, log=True, maximum=5.0, p
 class FitProblem:
     """What a method trains on: the stacked inputs of ``R`` seeds.
 
-    ``train`` / ``val``: ``user``, ``item`` (int32), ``rating``, ``weight`` (float32, weight =
-    ``1 / P`` of the chosen propensity, 1 for a method that uses none) of shape ``[R, n]``;
-    ``train["calibration"]`` (``[R]``, present when the estimator gives it): the factor ``c`` of
-    the calibrated propensity ``min(1, c * p)`` (:meth:`atrec.propensity.base.Propensity.calibration`);
-    ``test``: ``user``, ``item``, ``rating`` ``[n]`` (the 95% MCAR slice, shared);
-    ``test_full``: the whole MCAR test set (what nDCG ranks); ``splits``: the ``R`` splits
-    themselves (e.g. ``split.test_prior``, the 5% MCAR slice a method that ``uses_mcar`` may
-    read); ``seeds``: the split seeds, which also seed each replica's model.
+    Attributes
+    ----------
+    num_users, num_items : int
+        The table sizes.
+    seeds : tuple of int
+        The ``R`` split seeds, which also seed each replica's model.
+    train, val : dict
+        ``user``, ``item`` (int32), ``rating``, ``weight`` (float32; ``1 / P`` of the chosen
+        propensity, 1 for a method that uses none), each ``[R, n]``; ``train["calibration"]``
+        (``[R]``, present when the estimator gives it) is the factor ``c`` of the calibrated
+        propensity ``min(1, c * p)``
+        (:meth:`atrec.propensity.base.Propensity.estimate_with_calibration`).
+    test : dict
+        ``user``, ``item``, ``rating``, each ``[n]``: the 95% MCAR slice, shared by the seeds.
+    test_full : dict
+        The whole MCAR test set, as ``test``: what nDCG ranks.
+    splits : list of Split
+        The ``R`` splits themselves (e.g. ``split.test_prior``, the 5% MCAR slice that a
+        method with ``uses_mcar`` may read).
     """
 
     num_users: int
@@ -156,10 +205,20 @@ class FitProblem:
 class MethodResult:
     """What a fit returns, per seed (axis ``R``).
 
-    ``mae`` / ``mse`` ``[R]``: test metrics at the selected step; ``best_step`` ``[R]`` (0-based)
-    and ``best_val_loss`` ``[R]``: the selection; ``selection_trace`` ``[steps, R]``: the
-    validation loss the step was selected by; ``scores`` ``[R, n_full]``: what nDCG ranks the
-    full test set by (final parameters); ``traces``: name -> ``[steps, R]``, any other traces.
+    Attributes
+    ----------
+    mae, mse : numpy.ndarray
+        ``[R]``: the test metrics at the selected step.
+    best_step : numpy.ndarray
+        ``[R]``: the selected step, 0-based.
+    best_val_loss : numpy.ndarray
+        ``[R]``: the validation loss at that step.
+    selection_trace : numpy.ndarray
+        ``[steps, R]``: the validation loss the step was selected by.
+    scores : numpy.ndarray
+        ``[R, n_full]``: what nDCG ranks the full test set by (final parameters).
+    traces : dict
+        Name -> ``[steps, R]``: any other traces (stored in the records).
     """
 
     mae: np.ndarray
@@ -171,8 +230,19 @@ class MethodResult:
     traces: dict = field(default_factory=dict)
 
     def select(self, keep: list[int]) -> MethodResult:
-        """The result of the replicas ``keep`` (indices), in that order: the runner drops the
-        filler replicas of a partial stack (:mod:`atrec.learners.layout`)."""
+        """The result of some replicas, in the order given: the runner drops the filler
+        replicas of a partial stack (:mod:`atrec.learners.layout`).
+
+        Parameters
+        ----------
+        keep : list of int
+            Replica indices.
+
+        Returns
+        -------
+        MethodResult
+            Every field restricted to those replicas.
+        """
         idx = np.asarray(keep)
         return MethodResult(
             np.asarray(self.mae)[idx], np.asarray(self.mse)[idx],
@@ -181,7 +251,20 @@ class MethodResult:
             {name: np.asarray(v)[:, idx] for name, v in self.traces.items()})
 
     def check(self, replicas: int, n_full: int) -> None:
-        """Raise ``ValueError`` naming the field whose shape breaks the contract."""
+        """Check every field's shape against the contract.
+
+        Parameters
+        ----------
+        replicas : int
+            ``R``, the number of seeds fitted.
+        n_full : int
+            The size of the full MCAR test set.
+
+        Raises
+        ------
+        ValueError
+            Naming the first field whose shape is wrong, with its shape and the expected one.
+        """
         for name in ("mae", "mse", "best_step", "best_val_loss"):
             if np.shape(getattr(self, name)) != (replicas,):
                 raise ValueError(f"{name} has shape {np.shape(getattr(self, name))}, "
@@ -195,7 +278,29 @@ class MethodResult:
 
 
 class Method:
-    """Base class of methods (module doc). Subclasses set the class attributes and ``fit``."""
+    """Base class of methods (module doc). Subclasses set the class attributes and ``fit``.
+
+    Attributes
+    ----------
+    name : str
+        The ``--method`` value: lowercase letters, digits and ``-``.
+    label : str
+        Its row label in tables.
+    description : str
+        One line for ``atrec methods``.
+    hyperparameters : tuple of Hyperparameter
+        Its hyperparameters and search spaces; ``dim`` and ``lam`` (:data:`DIM`, :data:`LAM`)
+        must be among them.
+    uses_propensity : bool
+        False for a method that weights nothing by ``1 / P``: it then runs once, with
+        weights 1, whatever ``--propensity`` says.
+    uses_mcar : bool
+        True for a method that reads MCAR labels; tables mark it.
+    reference_params : dict
+        Values its authors published: ``dataset -> "<name>/<propensity>[-at]" -> values``.
+    reference : str
+        Where the method comes from (paper, code).
+    """
 
     name: ClassVar[str]
     label: ClassVar[str]
@@ -208,7 +313,22 @@ class Method:
 
     def fit(self, problem: FitProblem, params: dict,
             settings: TrainSettings) -> MethodResult:  # pragma: no cover - abstract
-        """Train the ``problem.replicas`` seeds with ``params`` (name -> value)."""
+        """Train every seed of a problem together.
+
+        Parameters
+        ----------
+        problem : FitProblem
+            The stacked inputs of ``R`` seeds.
+        params : dict
+            Hyperparameter name -> value, checked by :meth:`check_params`.
+        settings : atrec.protocol.TrainSettings
+            The protocol's schedule (steps, batch size, learning rate, loss, batch seed).
+
+        Returns
+        -------
+        MethodResult
+            Per-seed metrics, selection and scores.
+        """
         raise NotImplementedError
 
     def learner(self, params: dict, problem: FitProblem | None = None):
@@ -224,6 +344,18 @@ class Method:
         = ``problem.seeds[k]``) and carries them in its parameter tuple with a zero gradient:
         Adam then leaves them unchanged, and the training loops slice them with the replicas
         they run. ``None`` when a caller only asks whether the method can take those roles.
+
+        Parameters
+        ----------
+        params : dict
+            Hyperparameter name -> value.
+        problem : FitProblem, optional
+            The problem the learner will train on.
+
+        Returns
+        -------
+        atrec.learners.base.Learner or None
+            The learner, or None for a method that cannot serve inside AT.
         """
         return None
 
@@ -236,10 +368,25 @@ class Method:
 
     @classmethod
     def check_params(cls, values: dict, with_at: bool = False) -> dict:
-        """``values`` validated against :attr:`hyperparameters` (plus ``epsilon`` with AT).
+        """Validate a parameter set against :attr:`hyperparameters` (plus ``epsilon`` with AT).
 
-        Returns a new dict of exactly those names; raises ``ValueError`` naming the key, the
-        value and the allowed range.
+        Parameters
+        ----------
+        values : dict
+            Name -> value, as read from a parameter file or a study.
+        with_at : bool
+            Whether AT's ``epsilon`` is required too.
+
+        Returns
+        -------
+        dict
+            A new dict of exactly those names, each value converted by
+            :meth:`Hyperparameter.check`; extra keys are dropped.
+
+        Raises
+        ------
+        ValueError
+            Naming the missing key, or the key, the value and the allowed range.
         """
         if not isinstance(values, dict):
             raise ValueError(f"parameters must map names to numbers, got {values!r}")
@@ -254,7 +401,20 @@ class Method:
 
 
 def validate_method_class(cls: type) -> None:
-    """Raise ``ValueError`` naming the field when ``cls`` breaks the :class:`Method` contract."""
+    """Check a class against the :class:`Method` contract (what the registry runs on it).
+
+    Parameters
+    ----------
+    cls : type
+        The candidate class.
+
+    Raises
+    ------
+    ValueError
+        Naming the field when ``cls`` is not a :class:`Method`, lacks a ``label``, declares
+        bad or duplicate hyperparameters (or lacks ``dim`` and ``lam``), or does not
+        implement ``fit``.
+    """
     if not (isinstance(cls, type) and issubclass(cls, Method)):
         raise ValueError(f"{cls!r} is not a subclass of atrec.methods.base.Method")
     if not isinstance(getattr(cls, "label", None), str) or not cls.label:

@@ -17,8 +17,21 @@ from atrec.protocol import TrainSettings
 
 
 def stream_seeds(batch_seed: int | None, seeds) -> np.ndarray:
-    """Per-replica seeds ``[R]`` of a learner's random draws: the fixed batch seed (every seed
-    then sees the same draws, as every seed sees the same batch positions) or the split seed."""
+    """Per-replica seeds of a learner's random draws.
+
+    Parameters
+    ----------
+    batch_seed : int or None
+        The protocol's fixed batch seed (every seed then sees the same draws, as every seed
+        sees the same batch positions), or None for per-seed streams.
+    seeds : sequence of int
+        The split seeds of the ``R`` replicas.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``[R]``.
+    """
     if batch_seed is not None:
         return np.full(len(seeds), batch_seed, np.int64)
     return np.asarray(list(seeds), np.int64)
@@ -28,6 +41,28 @@ class LearnerMethod(Method):
     """Base class of methods given by :meth:`Method.learner` (module doc)."""
 
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
+        """Train the learner on MF-IPS's schedule (:func:`atrec.learners.mf.fit`).
+
+        Parameters
+        ----------
+        problem : FitProblem
+            The stacked inputs of ``R`` seeds.
+        params : dict
+            Hyperparameter name -> value (``dim`` and ``lam`` at least).
+        settings : atrec.protocol.TrainSettings
+            The protocol's schedule.
+
+        Returns
+        -------
+        MethodResult
+            Per-seed metrics at the step of lowest validation loss, and the final scores.
+
+        Raises
+        ------
+        ValueError
+            When :meth:`~atrec.methods.base.Method.learner` gives no learner with ``init``
+            and ``scores``.
+        """
         learner = self.learner(params, problem)
         if learner is None or learner.init is None or learner.scores is None:
             raise ValueError(f"method {self.name}: learner() must return a Learner with init "

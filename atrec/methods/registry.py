@@ -35,16 +35,49 @@ METHODS.builtins(_builtins)
 
 
 def register_method(cls: type) -> type:
-    """Register a method class (class decorator); see :meth:`atrec.registry.Registry.register`."""
+    """Register a method class (usable as a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`~atrec.methods.base.Method` subclass.
+
+    Returns
+    -------
+    type
+        ``cls``.
+
+    Raises
+    ------
+    ValueError
+        When it breaks the contract or its name is taken
+        (:meth:`atrec.registry.Registry.register`).
+    """
     return METHODS.register(cls)
 
 
 def get_method(name: str) -> Method:
-    """An instance of the method called ``name``; unknown names give a one-line AtrecError."""
+    """An instance of a registered method.
+
+    Parameters
+    ----------
+    name : str
+        The ``--method`` value (``mf-ips``).
+
+    Returns
+    -------
+    Method
+
+    Raises
+    ------
+    AtrecError
+        For an unknown name, in one line listing the choices.
+    """
     return METHODS.get(name)()
 
 
 def method_names() -> tuple[str, ...]:
+    """Every registered method's name, built-in first."""
     return METHODS.names()
 
 

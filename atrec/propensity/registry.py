@@ -25,12 +25,44 @@ PROPENSITIES.builtins(_builtins)
 
 
 def register_propensity(cls: type) -> type:
-    """Register an estimator class (class decorator); see :meth:`atrec.registry.Registry.register`."""
+    """Register an estimator class (usable as a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`~atrec.propensity.base.Propensity` subclass.
+
+    Returns
+    -------
+    type
+        ``cls``.
+
+    Raises
+    ------
+    ValueError
+        When it breaks the contract or its name is taken
+        (:meth:`atrec.registry.Registry.register`).
+    """
     return PROPENSITIES.register(cls)
 
 
 def get_estimator(name: str) -> Propensity:
-    """An instance of the estimator called ``name``; unknown names give a one-line AtrecError."""
+    """An instance of a registered, selectable estimator.
+
+    Parameters
+    ----------
+    name : str
+        The ``--propensity`` value (``item``).
+
+    Returns
+    -------
+    Propensity
+
+    Raises
+    ------
+    AtrecError
+        For an unknown name, or one only its own experiment builds (``data-item``).
+    """
     cls = PROPENSITIES.get(name)
     if not cls.selectable:
         raise AtrecError(f"propensity '{name}' is built by its own experiment only: choose from "

@@ -79,10 +79,24 @@ def _resolve_params(params: Sequence[str] | None) -> set[str] | None:
 def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
              methods: Sequence[str] | None = None,
              params: Sequence[str] | None = None) -> tuple[list[dict], list[str]]:
-    """The rows (dicts) and columns of the selected records (module doc), without pandas.
+    """The rows and columns of the selected records (module doc), without pandas.
 
-    ``datasets``, ``methods``: names to keep (default: all); ``params``: parameter sets
-    (``published``, ``tuned``, a parameter file, or with a variant: ``published+ips``).
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The results folder (default ``./results`` or ``$ATREC_RESULTS_DIR``).
+    datasets, methods : sequence of str, optional
+        Names to keep (default: all).
+    params : sequence of str, optional
+        Parameter sets to keep (``published``, ``tuned``, a parameter file, or with a
+        variant: ``published+ips``).
+
+    Returns
+    -------
+    rows : list of dict
+        One per record, sorted by the run columns.
+    columns : list of str
+        The column order.
     """
     labels = _resolve_params(params)
     rows, hyper = [], {}
@@ -117,12 +131,19 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
 
 def load_runs(root: Path | str | None = None, datasets: Sequence[str] | None = None,
               methods: Sequence[str] | None = None, params: Sequence[str] | None = None):
-    """Every selected run as a :class:`pandas.DataFrame`, one row per record (module doc).
+    """Every selected run as a pandas DataFrame, one row per record (module doc).
 
-    ``root``: the results folder (default ``./results`` or ``$ATREC_RESULTS_DIR``);
-    ``datasets``, ``methods``, ``params``: lists of names to keep (default: everything). A
-    single string is taken as a one-element list. An empty selection gives an empty frame with
-    the fixed columns.
+    Parameters
+    ----------
+    root : str or pathlib.Path, optional
+        The results folder (default ``./results`` or ``$ATREC_RESULTS_DIR``).
+    datasets, methods, params : sequence of str or str, optional
+        Names to keep (default: everything); a single string is a one-element list.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per record; an empty selection gives an empty frame with the fixed columns.
     """
     import pandas as pd  # heavy, and only for a frame: import atrec must not load it
 
@@ -139,7 +160,13 @@ def _names(values) -> list[str] | None:
 
 
 def require_parquet() -> None:
-    """Raise a one-line :class:`AtrecError` naming the extra when pyarrow is missing."""
+    """Check that Parquet can be written.
+
+    Raises
+    ------
+    AtrecError
+        In one line naming the ``export`` extra, when pyarrow is missing.
+    """
     if importlib.util.find_spec("pyarrow") is None:
         raise AtrecError(f"--format parquet needs pyarrow: {PARQUET_INSTALL}", exit_code=2)
 
@@ -147,11 +174,30 @@ def require_parquet() -> None:
 def export_runs(fmt: str, output: Path | None, root: Path | None = None,
                 datasets: Sequence[str] | None = None, methods: Sequence[str] | None = None,
                 params: Sequence[str] | None = None) -> tuple[str | None, int]:
-    """Write the selection as ``fmt`` to ``output`` (atomically, :mod:`atrec.fileio`); CSV
-    without ``output`` is returned as text instead (for standard output). Returns
-    ``(csv text or None, number of rows)``. Raises :class:`AtrecError` for a bad format,
-    Parquet without pyarrow or without ``output``, an empty selection (exit code 3) or an
-    output that cannot be written."""
+    """Write the selected runs to a file, atomically (:mod:`atrec.fileio`).
+
+    Parameters
+    ----------
+    fmt : str
+        ``csv`` or ``parquet``.
+    output : pathlib.Path or None
+        The file; None with CSV returns the text instead (for standard output).
+    root, datasets, methods, params
+        The selection, as in :func:`load_runs`.
+
+    Returns
+    -------
+    text : str or None
+        The CSV text when ``output`` is None, else None.
+    rows : int
+        The number of rows written.
+
+    Raises
+    ------
+    AtrecError
+        For a bad format, Parquet without pyarrow or without ``output``, an empty selection
+        (exit code 3), or an output that cannot be written.
+    """
     if fmt not in EXPORT_FORMATS:
         raise AtrecError(f"unknown export format '{fmt}': choose from {', '.join(EXPORT_FORMATS)}")
     if fmt == "parquet":
