@@ -35,24 +35,8 @@ METHODS.builtins(_builtins)
 
 
 def register_method(cls: type) -> type:
-    """Register a method class (usable as a class decorator).
-
-    Parameters
-    ----------
-    cls : type
-        A :class:`~atrec.methods.base.Method` subclass.
-
-    Returns
-    -------
-    type
-        ``cls``.
-
-    Raises
-    ------
-    ValueError
-        When it breaks the contract or its name is taken
-        (:meth:`atrec.registry.Registry.register`).
-    """
+    """Register a method class, a :class:`~atrec.methods.base.Method` subclass (usable as a class
+    decorator): :meth:`atrec.registry.Registry.register` says what it returns and raises."""
     return METHODS.register(cls)
 
 

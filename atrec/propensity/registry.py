@@ -25,24 +25,8 @@ PROPENSITIES.builtins(_builtins)
 
 
 def register_propensity(cls: type) -> type:
-    """Register an estimator class (usable as a class decorator).
-
-    Parameters
-    ----------
-    cls : type
-        A :class:`~atrec.propensity.base.Propensity` subclass.
-
-    Returns
-    -------
-    type
-        ``cls``.
-
-    Raises
-    ------
-    ValueError
-        When it breaks the contract or its name is taken
-        (:meth:`atrec.registry.Registry.register`).
-    """
+    """Register an estimator class, a :class:`~atrec.propensity.base.Propensity` subclass (usable as a class
+    decorator): :meth:`atrec.registry.Registry.register` says what it returns and raises."""
     return PROPENSITIES.register(cls)
 
 
