@@ -15,7 +15,9 @@ the measured tables, so each number has one home (the CSV files).
 
 from __future__ import annotations
 
+import ast
 import csv
+import importlib.util
 import inspect
 import re
 from importlib import resources
@@ -127,8 +129,50 @@ def serves_in_at(cls: type) -> bool:
     return cls.learner is not Method.learner
 
 
+def _module_file(module_name: str) -> Path | None:
+    """The source file of a module, found without importing it or its parent packages (a
+    learner package imports TensorFlow): only the top-level package is looked up."""
+    top, *rest = module_name.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        base = Path(root, *rest)
+        for path in (base.with_suffix(".py"), base / "__init__.py"):
+            if rest and path.is_file():
+                return path
+    return None
+
+
+def _source_doc(module_name: str) -> str:
+    """A module's docstring read from its source file, without importing it."""
+    path = _module_file(module_name)
+    return (ast.get_docstring(ast.parse(path.read_text("utf-8"))) or "") if path else ""
+
+
+def learner_modules(*docs: str) -> list[str]:
+    """The learner modules a method's docstrings point to (``:mod:`atrec.learners.dr```,
+    ``:func:`atrec.learners.mf.fit```): where its formulas are written out."""
+    found = []
+    for doc in docs:
+        for target in re.findall(r":(?:mod|func|class|meth):`~?([\w.]+)`", doc):
+            parts = target.split(".")
+            for end in range(len(parts), 1, -1):
+                name = ".".join(parts[:end])
+                if _module_file(name) is None:
+                    continue
+                if {"learners", "learner"} & set(parts[:end]) and parts[end - 1] != "base" \
+                        and name not in found:
+                    found.append(name)
+                break
+    return found
+
+
 def _doc_sections(cls: type) -> list[str]:
-    """The class's own docstring and its module's, as Markdown sections."""
+    """The class's own docstring, its module's and its learner modules', as Markdown."""
     out = []
     doc = _own_doc(cls)
     if doc:
@@ -137,6 +181,8 @@ def _doc_sections(cls: type) -> list[str]:
     module_doc = _own_doc(module) if module else ""
     if module_doc:
         out += ["## From its module", "", rst_to_markdown(module_doc), ""]
+    for name in learner_modules(doc, module_doc):
+        out += [f"## Its learner: `{name}`", "", rst_to_markdown(_source_doc(name)), ""]
     return out
 
 

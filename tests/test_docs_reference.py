@@ -5,6 +5,8 @@ the Coat numbers that ship with atrec; and the site's configuration names that n
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,21 @@ def test_mkdocs_nav_has_the_generated_section(gen):
     filled = gen.on_config({"nav": [{gen.NAV_TITLE: []}]})["nav"][0][gen.NAV_TITLE]
     methods = filled[1]["Methods"]
     assert {"mf-umi": "reference/methods/mf-umi.md"} in methods
+
+
+def test_pages_include_the_learners_formulas_without_loading_tensorflow(pages):
+    umi = pages["reference/methods/mf-umi.md"]
+    assert "## Its learner: `atrec_example_umi.learner`" in umi
+    assert "gamma * mean_{U_B} (f(u,i) - m_u)^2" in umi
+    assert "## Its learner: `atrec.learners.dr`" in pages["reference/methods/dr-jl.md"]
+    assert "## Its learner: `atrec.learners.mf`" in pages["reference/methods/mf-ips.md"]
+    assert "learner_method" not in "".join(line for page in pages.values()
+                                           for line in page.splitlines()
+                                           if line.startswith("## Its learner"))
+    script = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location("
+              f"'g', {str(ROOT / 'docs' / 'gen_reference.py')!r}); "
+              "g = importlib.util.module_from_spec(spec); spec.loader.exec_module(g); g.pages(); "
+              "print('tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
