@@ -39,10 +39,24 @@ SALT_AT = {"A1": 2_000_003, "A2": 3_000_017, "pre": 0, "pl": 500_009}
 
 
 def uniform_cells(ctx: StepContext, n: int, stream: int = 0):
-    """``n`` cells per replica drawn uniformly with replacement from users x items.
+    """Cells drawn uniformly with replacement from users x items, per replica.
 
-    Returns int32 ``users``, ``items`` of shape ``[R, n]``. ``stream`` tells apart several draws
-    of one update. A pure function of (replica stream seed, step, salt, stream).
+    A pure function of (replica stream seed, step, salt, stream), so a replica's draws do not
+    depend on which replicas share its call.
+
+    Parameters
+    ----------
+    ctx : StepContext
+        The update's context (stream seeds, step, salt, table sizes).
+    n : int
+        Cells per replica.
+    stream : int, optional
+        Tells apart several draws of one update.
+
+    Returns
+    -------
+    users, items : tf.Tensor
+        int32 ``[R, n]`` each.
     """
     salt = tf.cast(ctx.step, tf.int64) * 8 + stream + ctx.salt * 1024
     k = rng.keys(ctx.streams, salt)[:, None]                                  # [R, 1]
