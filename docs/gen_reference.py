@@ -42,6 +42,7 @@ NO_PROPENSITY = "none"
 METRICS = (("mae", "MAE"), ("mse", "MSE"), ("ndcg", "nDCG@3"))
 
 _ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc):`([^`]+)`")
+_HTML_ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc):<code>~?([^<]*)</code>")
 _RULE = re.compile(r"^\s*=+(\s+=+)+\s*$")
 
 
@@ -388,6 +389,23 @@ def on_files(files, config):
     for path, text in pages().items():
         files.append(File.generated(config, path, content=text))
     return files
+
+
+def strip_roles(html: str) -> str:
+    """reStructuredText roles left in rendered docstrings (``:class:`~a.B``` comes out of
+    mkdocstrings as ``:class:<code>~a.B</code>``) as plain code, the target's last part when it
+    was written with ``~``."""
+    def code(match: re.Match) -> str:
+        target = match.group(1)
+        shown = target.split(".")[-1] if match.group(0).count("~") else target
+        return f"<code>{shown}</code>"
+
+    return _HTML_ROLE.sub(code, html)
+
+
+def on_page_content(html, page, config, files):
+    """The API pages without raw reStructuredText roles (:func:`strip_roles`)."""
+    return strip_roles(html)
 
 
 def on_page_markdown(markdown, page, config, files):

@@ -134,3 +134,11 @@ def test_pages_include_the_learners_formulas_without_loading_tensorflow(pages):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
+
+
+def test_rendered_docstring_roles_become_plain_code(gen):
+    html = ("see :class:<code>~atrec.testing.methods.MethodChecks</code> and "
+            ":func:<code>atrec.runtime.configure</code>, not <code>:class:</code>")
+    assert gen.strip_roles(html) == ("see <code>MethodChecks</code> and "
+                                     "<code>atrec.runtime.configure</code>, not "
+                                     "<code>:class:</code>")
