@@ -13,6 +13,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.seeds import parse_seeds
 from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
 from atrec.paths import require_writable
+from atrec.protocol import PAPER_TRIALS
 from atrec.reporting.tables import render
 from atrec.workflows.pipeline import reproduce
 from atrec.workflows.variance import (
@@ -41,8 +42,9 @@ from atrec.workflows.variance import (
 @click.option("--tune", is_flag=True,
               help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
                    "resumable) and train with the tuned values (implies --params tuned).")
-@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
-              help="Trials per study with --tune.")
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=PAPER_TRIALS, show_default=True,
+              help="Trials per Table 1 study with --tune (PROTOCOL.md's 25); the "
+                   "baselines' studies get atrec's budget.")
 @click.option("--storage", default=None,
               help="Optuna storage URL for --tune (default: <results>/optuna.db).")
 @click.option("--data-draw", type=click.Choice(["fixed", "per-seed"]), default="fixed",
@@ -98,8 +100,9 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
                                            "tuned parameters (default: the authors' published ones).")
 @click.option("--seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds per configuration (0..N-1).")
-@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
-              help="Trials per study with --tune.")
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=PAPER_TRIALS, show_default=True,
+              help="Trials per Table 1 study with --tune (PROTOCOL.md's 25); the "
+                   "baselines' studies get atrec's budget.")
 @click.option("--variance/--no-variance", default=True, show_default=True,
               help="Include the ML-100K variance experiment (Figure 2).")
 @click.option("--baselines", is_flag=True,

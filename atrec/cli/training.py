@@ -26,7 +26,7 @@ from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
 from atrec.names import TABLE_DATASETS, expand
 from atrec.paths import require_writable
-from atrec.protocol import AUTHORS_BATCH_SEED
+from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
 from atrec.results.params import tuned_params_path
@@ -86,8 +86,11 @@ def run_command(**options) -> None:
 
 @main.command("tune")
 @functools.partial(selection_options, params=False)
-@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=25, show_default=True,
-              help="COMPLETE trials per study, counted over every worker sharing the storage.")
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=TUNING_BUDGET,
+              show_default=True,
+              help="COMPLETE trials per study, counted over every worker sharing the storage "
+                   "(default: atrec's budget, the same for every method; a method's reference "
+                   "values, where it has them, are its first trial).")
 @click.option("--storage", default=None,
               help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
                    "Default: sqlite:///<results>/optuna.db.")
@@ -105,7 +108,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     loss of one run on the seed-12345 split. Rerun to resume a killed study. Start the same
     command in several processes (or on several machines with one --storage) to share the
     trials. No pruning: the objective is only known when a run ends.
-    Example: atrec tune --dataset coat --propensity item --with-at --trials 25
+    Example: atrec tune --dataset coat --propensity item --with-at
     """
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),

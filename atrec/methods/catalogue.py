@@ -1,11 +1,13 @@
 """What ``atrec methods`` lists: every registered method and propensity estimator, with its
-hyperparameters, search space, what it uses and its origin, plus the broken plug-ins."""
+hyperparameters, search space, tuning budget (one for every method), what it uses and its
+origin, plus the broken plug-ins."""
 
 from __future__ import annotations
 
 from atrec.methods.base import EPSILON
 from atrec.methods.registry import METHODS
 from atrec.propensity.registry import PROPENSITIES
+from atrec.protocol import TUNING_BUDGET
 
 
 def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
@@ -20,6 +22,8 @@ def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
         methods.append({"method": entry.name, "label": cls.label,
                         "hyperparameters (search space)": space,
                         "with AT adds": f"{EPSILON.name}: {EPSILON.describe()}",
+                        "tuning budget": f"{TUNING_BUDGET} trials" + (
+                            ", 1st = reference values" if cls.reference_params else ""),
                         "uses": ", ".join(uses) or "-", "origin": entry.origin,
                         "description": cls.description})
     propensities = []

@@ -17,7 +17,7 @@ from pathlib import Path
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
-from atrec.methods.registry import configurations
+from atrec.methods.registry import METHODS, configurations
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.protocols import get_protocol
@@ -102,6 +102,20 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
     return attrs
 
 
+def reference_start(dataset: str, propensity: str, with_at: bool,
+                    method: str = DEFAULT_METHOD) -> dict | None:
+    """The first trial of a study: the method's ``reference`` values for this configuration
+    (:attr:`~atrec.methods.base.Method.reference_params`), so tuning is never worse on the
+    objective than its authors' values; with AT and no values of their own, those of the same
+    configuration without AT (``epsilon`` then sampled). ``None`` where the method has none
+    (MF-IPS: PROTOCOL.md's tuning starts from the sampler alone)."""
+    table = METHODS.get(method).reference_params.get(dataset) or {}
+    values = table.get(config_key(propensity, with_at, method))
+    if values is None and with_at:
+        values = table.get(config_key(propensity, False, method))
+    return dict(values) if values else None
+
+
 def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
                 storage=None, *, objective: Objective | None = None,
                 objective_note: str = OBJECTIVE_NOTE, settings=None, at_settings=None,
@@ -117,7 +131,8 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
     defaults to :func:`make_objective` (then ``objective_note`` should say what a custom one
     measures, since it is stored with the study). ``storage``: a URL or an opened storage
     (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file; ``notice``
-    as in :func:`run_study` (what this worker waits for).
+    as in :func:`run_study` (what this worker waits for). A new study's first trial is
+    :func:`reference_start`'s, where the method has reference values.
     """
     if objective is None:
         objective = make_objective(data, propensity, with_at, settings, at_settings, method,
@@ -128,7 +143,8 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
         attrs["protocol"] = protocol
     name = study_name(study_prefix, data.name, propensity, with_at, method)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
-                        progress=progress, space=SearchSpace.for_method(method), notice=notice)
+                        progress=progress, space=SearchSpace.for_method(method), notice=notice,
+                        first_trial=reference_start(data.name, propensity, with_at, method))
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
     outcome.method = method
     export_best([outcome], export_path)

@@ -20,7 +20,8 @@ EXPORT_HEADER = """\
 # Hyperparameters tuned by 'atrec tune' (Optuna TPE, PROTOCOL.md "Hyperparameters and tuning").
 # Read by '--params tuned'. Per entry: dim, lam[, epsilon] are the parameters; study, trials,
 # best_value (lowest validation loss), best_trial, storage and updated record where they
-# come from. Entries are merged, one per study, under a file lock; edit with care.
+# come from; reference_value, where present, is the loss of the first trial, run at the
+# method's reference values. Entries are merged, one per study, under a file lock; edit with care.
 """
 
 
@@ -44,6 +45,8 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
             entry.update(study=o.study, trials=o.complete, best_value=o.best_value,
                          best_trial=o.best_trial, storage=o.storage,
                          updated=datetime.now(UTC).isoformat(timespec="seconds"))
+            if o.start_value is not None:   # the first trial's, at the reference values
+                entry["reference_value"] = o.start_value
             section = table.setdefault(o.dataset, {})
             if not isinstance(section, dict):
                 raise AtrecError(f"tuned parameter file {path}: '{o.dataset}' is not a mapping; "

@@ -37,7 +37,7 @@ import numpy as np
 
 from atrec.errors import AtrecError
 from atrec.names import DEFAULT_METHOD
-from atrec.protocol import SAMPLER_SEED
+from atrec.protocol import SAMPLER_SEED, TUNING_BUDGET
 from atrec.results.params import HyperParams
 from atrec.tuning.space import SEARCH_SPACE, SearchSpace
 from atrec.tuning.storage import (  # noqa: F401  (WorkerSettings: re-exported)
@@ -47,11 +47,12 @@ from atrec.tuning.storage import (  # noqa: F401  (WorkerSettings: re-exported)
     storage_label,
 )
 
-DEFAULT_TRIALS = 25
+DEFAULT_TRIALS = TUNING_BUDGET   # the name the tuning API has always exported
 DEFAULT_PREFIX = "atrec"
 WORKER_ATTR = "worker"      # set by a trial's objective when it starts (host:pid)
 SURPLUS_ATTR = "surplus"    # set on a trial that gave way to trials numbered below it
 STUDY_ATTR = "atrec"        # what the study measures; a worker with other settings is refused
+START_ATTR = "start"        # set on the enqueued first trial: the values it starts from
 
 Objective = Callable[[HyperParams], float]
 
@@ -132,6 +133,7 @@ class StudyOutcome:
     propensity: str = ""
     with_at: bool = False
     method: str = DEFAULT_METHOD
+    start_value: float | None = None   # the value of the enqueued first trial
 
 
 class _Surplus(Exception):
@@ -261,7 +263,8 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
               storage=None, *, space: SearchSpace = SEARCH_SPACE, seed: int = SAMPLER_SEED,
               worker: WorkerSettings | None = None, attrs: dict | None = None,
               progress: Callable[[Progress], None] | None = None,
-              notice: Callable[[str], None] | None = None) -> StudyOutcome:
+              notice: Callable[[str], None] | None = None,
+              first_trial: dict | None = None, first_label: str = "reference") -> StudyOutcome:
     """Work on study ``name`` until it holds ``n_trials`` COMPLETE trials (over all workers).
 
     ``objective(params) -> float`` is minimised over ``space`` (``epsilon`` only ``with_at``).
@@ -272,6 +275,13 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
     and after every trial of this worker. ``notice(line)`` is told when this worker starts
     waiting for another worker's trial whose heartbeat stopped (a killed worker's trial counts
     as failed only after ``grace_period``). Returns the study's state when it is done.
+
+    ``first_trial``: values (``name -> value``, a subset of the space's names) that a new study
+    evaluates as its first trial (Optuna's ``enqueue_trial``; names not given are sampled), so
+    the best value found is never worse than theirs; the trial carries the user attribute
+    ``start = first_label``. A study that already holds trials gets none (a resumed study keeps
+    its history; workers opening a new study together enqueue it once, Optuna's
+    ``skip_if_exists`` dropping a second copy of the same values).
     """
     import optuna  # about 1 s to import: only where a study is used
     from optuna.trial import TrialState
@@ -291,6 +301,9 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
         study = optuna.create_study(study_name=name, storage=storage, direction="minimize",
                                     sampler=PerTrialTPESampler(seed), load_if_exists=True)
         _check_attrs(study, attrs)
+        if first_trial and not study.get_trials(deepcopy=False):
+            study.enqueue_trial(dict(first_trial), user_attrs={START_ATTR: first_label},
+                                skip_if_exists=True)
         me = _worker_id()
 
         def trial_objective(trial) -> float:
@@ -336,6 +349,8 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
         trials = study.get_trials(deepcopy=False)
     outcome.complete = _counts(trials)[0]
     outcome.best_value, best = _best(trials)
+    outcome.start_value = next((float(t.value) for t in trials if START_ATTR in t.user_attrs
+                                and t.state == TrialState.COMPLETE), None)
     if best is not None:
         p = best.params
         outcome.best_params = HyperParams.from_values(dict(p))

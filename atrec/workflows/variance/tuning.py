@@ -10,7 +10,7 @@ from atrec import tuning
 from atrec.data.ratings import RatingData
 from atrec.experiments.runner import validation_loss
 from atrec.propensity.builtin import DataItem
-from atrec.protocol import SAMPLER_SEED, TUNING_SEED, settings_dict
+from atrec.protocol import PAPER_TRIALS, SAMPLER_SEED, TUNING_SEED, settings_dict
 from atrec.results.params import HyperParams
 from atrec.tuning import storage as tuning_storage
 from atrec.workflows.variance.data import build_point_data
@@ -18,7 +18,7 @@ from atrec.workflows.variance.request import DATA_SEED, PROPENSITY
 
 
 def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequence[bool],
-                  trials: int = 25, storage: str | None = None, settings=None, at_settings=None,
+                  trials: int = PAPER_TRIALS, storage: str | None = None, settings=None, at_settings=None,
                   export_path: Path | None = None, study_prefix: str = "atrec",
                   progress: Callable | None = None) -> list:
     """Tune every (min_items, with/without AT) as PROTOCOL.md tunes Table 1; export to 'tuned'.
