@@ -17,6 +17,7 @@ from atrec.names import TABLE_DATASETS, expand
 from atrec.propensity.builtin import BUILT_IN
 from atrec.propensity.registry import PROPENSITIES, propensity_names, table1_propensities
 from atrec.protocols import PROTOCOLS, get_protocol
+from atrec.results.params import DEFAULT_PARAMS
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
@@ -158,10 +159,12 @@ def selection_options(func, params: bool = True):
         click.option("--without-at", "without_at", is_flag=True,
                      help="Train the method alone. Give both flags (or neither) for both."),
         click.option("--params", default=None,
-                     help="published (the authors' tuned values; for another method, those it "
-                          "ships; saito2020's default), reference (ijcai2022's default: the "
-                          "values its code publishes), tuned (from 'atrec tune'), or a YAML "
-                          "parameter file."),
+                     help="Parameter set: published (the authors' tuned values; for another "
+                          "method, those it ships), tuned-atrec (shipped, tuned by atrec), "
+                          "reference (each method's authors'; ijcai2022's default), tuned "
+                          "(from 'atrec tune'), or a YAML parameter file; several "
+                          "comma-separated: each configuration from the first that has its "
+                          f"values (saito2020's default: {DEFAULT_PARAMS})."),
     ]
     if not params:
         options = options[:-1]  # tune makes parameters rather than taking them

@@ -30,10 +30,7 @@ from atrec.reporting.check import check, render_check
 from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
-
-# the benchmark's parameter sets, in order of preference per method: the authors' MF-IPS values,
-# then the baselines tuned by atrec, then their own authors' values, then the user's tuning
-BENCHMARK_PARAMS = "published,tuned-atrec,reference,tuned"
+from atrec.results.params import DEFAULT_PARAMS
 
 
 def _protocol_sets(protocol: str) -> str:
@@ -72,7 +69,7 @@ def _protocol_sets(protocol: str) -> str:
                    "a parameter FILE; add +ips / +per-seed for runs trained with --loss ips / "
                    "--batch-seed per-seed (e.g. published+ips). With --table benchmark, several "
                    "comma-separated: each method from the first that has its results (default "
-                   f"{BENCHMARK_PARAMS}; --table paper: published).")
+                   f"{DEFAULT_PARAMS}; --table paper: published).")
 @click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds of a complete cell; cells with fewer are reported with a warning.")
 @protocol_option
@@ -92,7 +89,7 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     if figures and table == "paper":
         require_writable("results")  # checked before the tables are computed, not at the end
     if table == "benchmark":
-        default = BENCHMARK_PARAMS if root is None else _protocol_sets(protocol)
+        default = DEFAULT_PARAMS if root is None else _protocol_sets(protocol)
         out = benchmark_report(root=root, datasets=table_datasets(datasets),
                                params=params or default, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,

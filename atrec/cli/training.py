@@ -24,12 +24,12 @@ from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
-from atrec.names import TABLE_DATASETS, expand
+from atrec.names import DEFAULT_PROTOCOL, TABLE_DATASETS, expand
 from atrec.paths import require_writable
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
-from atrec.results.params import tuned_params_path
+from atrec.results.params import DEFAULT_PARAMS, tuned_params_path
 from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
 
@@ -42,7 +42,8 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
         propensities=expand_propensities(propensities),
         at_options=at_options, seeds=parse_seeds(seeds),
-        params=params or chosen.param_sets[0], force=force,
+        params=params or (DEFAULT_PARAMS if chosen.name == DEFAULT_PROTOCOL
+                          else chosen.param_sets[0]), force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
         download=download, methods=expand_methods(methods), protocol=chosen.name)
 

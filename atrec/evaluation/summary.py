@@ -279,6 +279,26 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
                    cells=cells, traces=trace_objs, warnings=tuple(notes), method=method)
 
 
+def merge_summaries(summaries: list[Summary]) -> Summary:
+    """One method's summaries of several parameter sets merged in chain order: each
+    configuration ``(dataset, propensity, with_at)`` takes all its cells (and its trace) from
+    the first summary that has it, so each :class:`Cell` still names its set (``params``).
+    The merged ``params`` lists the sets used; warnings come from the summaries used."""
+    first = summaries[0]
+    cells, traces, used = {}, {}, []
+    for s in summaries:
+        configs = {k[:3] for k in s.cells} - {k[:3] for k in cells}
+        if not configs:
+            continue
+        used.append(s)
+        cells.update({k: c for k, c in s.cells.items() if k[:3] in configs})
+        traces.update({k: t for k, t in s.traces.items() if (*k, True) in configs})
+    datasets = tuple(dict.fromkeys(d for s in summaries for d in s.datasets))
+    return Summary(params=", ".join(s.params for s in used) or first.params, datasets=datasets,
+                   expected_seeds=first.expected_seeds, cells=cells, traces=traces,
+                   warnings=tuple(w for s in used for w in s.warnings), method=first.method)
+
+
 def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Trace:
     seeds = tuple(sorted(by_seed))
     keys = [k for k in TRACE_KEYS if all(k in by_seed[s] for s in seeds)]

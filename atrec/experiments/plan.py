@@ -17,7 +17,7 @@ from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL
 from atrec.protocol import AUTHORS_BATCH_SEED
 from atrec.protocols import get_protocol
-from atrec.results.params import get_params
+from atrec.results.params import DEFAULT_PARAMS, get_params
 
 
 def ensure_data(name: str, quiet: bool = False) -> RatingData:
@@ -40,7 +40,7 @@ class TrainRequest:
     propensities: list[str]
     at_options: list[bool]
     seeds: list[int]
-    params: str = "published"
+    params: str = DEFAULT_PARAMS
     force: bool = False
     batch_seed: int | None = AUTHORS_BATCH_SEED
     loss: str = "snips"
@@ -59,7 +59,8 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
     order. Shared by local and Dask runs (:func:`train`)."""
     configs = {d: request.configurations(d) for d in request.datasets}
     # resolve every parameter set first: a bad --params fails before any data is touched
-    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0], request.protocol)
+    tables: dict = {}     # the chain's sets, each loaded once
+    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0], request.protocol, tables)
               for d in request.datasets for c in configs[d]}
     protocol = get_protocol(request.protocol)
     for dataset in request.datasets:

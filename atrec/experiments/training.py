@@ -15,6 +15,7 @@ from atrec.experiments.progress import StageProgress
 from atrec.experiments.runner import ConfigOutcome, ConfigPlan
 from atrec.propensity.registry import propensity_label
 from atrec.protocols import get_protocol
+from atrec.results.params import params_budget
 
 
 def train(request: TrainRequest, root=None, progress=None, scheduler: str | None = None,
@@ -56,7 +57,9 @@ def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
                             expected_seeds=len(spec.seeds), method=spec.method)
         row = {"dataset": spec.dataset, "method": spec.method,
                "propensity": propensity_label(spec.propensity),
-               "AT": "with" if spec.with_at else "without", "seeds": len(outcome.records)}
+               "AT": "with" if spec.with_at else "without", "params": spec.label,
+               "budget": params_budget(spec.params_source, spec.dataset, spec.key),
+               "seeds": len(outcome.records)}
         for metric in get_protocol(spec.protocol).metrics:
             cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)
             row[metric] = f"{cell.mean:.4f} ± {cell.sd:.4f}" if cell and cell.n > 1 else (

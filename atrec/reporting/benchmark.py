@@ -36,17 +36,19 @@ from atrec.evaluation.significance import MethodTest, method_tests
 from atrec.evaluation.summary import (
     EXPECTED_SEEDS,
     dataset_order,
+    merge_summaries,
     resolve_params_label,
     summarize,
 )
 from atrec.methods.registry import METHODS, base_method
-from atrec.names import DATASETS, DEFAULT_METHOD, NO_PROPENSITY
+from atrec.names import DATASETS, DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.propensity.registry import (
     PROPENSITIES,
     propensity_label,
     propensity_order,
     table1_propensities,
 )
+from atrec.protocol import TUNING_BUDGET
 from atrec.reporting.common import (
     DIGITS,
     LOWER_IS_BETTER,
@@ -68,7 +70,7 @@ from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput, no_results_error
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import PUBLISHED
+from atrec.results.params import PUBLISHED, params_budget
 from atrec.results.records import iter_records, record_label
 
 BASELINE = DEFAULT_METHOD
@@ -129,6 +131,21 @@ class Benchmark:
         return mine == best
 
 
+def row_sources(bench: Benchmark, dataset: str, method: str, propensity: str,
+                tables: dict | None = None) -> tuple[str, str]:
+    """``(params, budget)`` of a row as text: the parameter set of its results and how its
+    values were made (:func:`~atrec.results.params.params_budget`); ``A / B`` when the
+    runs without AT (A) and with AT (B) differ, ``-`` where there are no results."""
+    sets, budgets = [], []
+    for at in AT_OPTIONS:
+        cell = bench.summaries[method].cell(dataset, propensity, at, bench.metrics[0])
+        sets.append(cell.params if cell is not None else "-")
+        budgets.append(params_budget(cell.params, dataset, config_key(propensity, at, method),
+                                     tables) if cell is not None else "-")
+    return tuple(" / ".join(dict.fromkeys(v)) if len(set(v)) == 1 else " / ".join(v)
+                 for v in (sets, budgets))
+
+
 def _propensity_uses_mcar(name: str) -> bool:
     try:
         return bool(PROPENSITIES.get(name).uses_mcar)
@@ -156,8 +173,8 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     """Read the records under ``root`` and build the :class:`Benchmark` (see the module doc).
 
     ``params``: a parameter set, or several comma-separated (``published,tuned-atrec``): each
-    method's results then come from the first set listed that has them, so MF-IPS with the
-    authors' values sits beside baselines tuned by atrec. ``datasets`` default: those with
+    configuration's results then come from the first set listed that has them, so MF-IPS with
+    the authors' values sits beside baselines tuned by atrec (each cell names its set). ``datasets`` default: those with
     results of any selected method. Raises
     :class:`AtrecError` for an unknown dataset or method, and (exit code 3) when no selected
     dataset has results.
@@ -175,18 +192,10 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     carried = metrics_in(r for r in records if record_label(r) in labels)
     metrics = tuple(m for m in carried if not m.startswith("ndcg3_") or m in nd) or (
         "mae", "mse", *nd)
-    by_label: dict[str, dict[str, set[str]]] = {}
+    seen: dict[str, set[str]] = {}
     for r in records:
         if isinstance(r, dict) and record_label(r) in labels:
-            by_label.setdefault(record_label(r), {}).setdefault(
-                base_method(r), set()).add(str(r.get("propensity")))
-    # each method's results come from the first listed parameter set that has any of them
-    source = {}
-    for lab in labels:
-        for m in by_label.get(lab, {}):
-            source.setdefault(m, lab)
-    seen = {m: by_label[lab][m] for m, lab in source.items()}
-    label = ", ".join(dict.fromkeys(source.get(m, labels[0]) for m in [BASELINE, *seen]))
+            seen.setdefault(base_method(r), set()).add(str(r.get("propensity")))
     if methods:
         bad = [m for m in methods if m not in seen and m not in METHODS.names()]
         if bad:
@@ -196,9 +205,14 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     else:
         chosen = sorted(seen, key=_method_order)
     infos = tuple(_method_info(m, seen.get(m, set())) for m in chosen)
-    summaries = {m: summarize(records, params=source.get(m, labels[0]), datasets=folders,
-                              expected_seeds=expected_seeds, method=m)
+    # each configuration's results come from the first listed parameter set that has them
+    summaries = {m: merge_summaries([summarize(records, params=lab, datasets=folders,
+                                               expected_seeds=expected_seeds, method=m)
+                                     for lab in labels])
                  for m in dict.fromkeys([*chosen, BASELINE])}
+    label = ", ".join(dict.fromkeys(lab for m in summaries for lab in labels
+                                    if any(c.params == lab for c in summaries[m].cells.values())))
+    label = label or labels[0]
     if datasets:
         shown = tuple(sorted(dict.fromkeys(datasets), key=dataset_order))
     else:
@@ -266,15 +280,17 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
                    ndcg: str = "both") -> tuple[list[dict], list[str]]:
     """Rows and columns of the benchmark table in a text format (``json``: see
     :func:`benchmark_json`)."""
-    rows = []
+    rows, tables = [], {}
     for dataset, method, propensity in bench.rows:
         info = bench.info(method)
         prop_mcar = _propensity_uses_mcar(propensity)
+        params, budget = row_sources(bench, dataset, method, propensity, tables)
         prop_text = ("---" if fmt == "latex" else "—") if propensity == NO_PROPENSITY else \
             propensity_label(propensity)
         row = {"data": _text_label(dataset_label(dataset), False, fmt),
                "method": _text_label(info.label, info.uses_mcar, fmt),
-               "propensity": _text_label(prop_text, prop_mcar, fmt)}
+               "propensity": _text_label(prop_text, prop_mcar, fmt),
+               "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
         for metric in bench.metrics:
             for at in AT_OPTIONS:
                 cell = bench.summaries[method].cell(dataset, propensity, at, metric)
@@ -284,7 +300,7 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
                     bench.best(dataset, method, propensity, at, metric), None, metric, fmt, std,
                     False)
         rows.append(row)
-    columns = ["data", "method", "propensity",
+    columns = ["data", "method", "propensity", "params", "budget",
                *(column_name(m, at, ndcg) for m in bench.metrics for at in AT_OPTIONS)]
     return rows, columns
 
@@ -318,8 +334,9 @@ def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both") -> lis
 
 def benchmark_json(bench: Benchmark) -> dict:
     """The benchmark as nested, machine-readable data (non-finite numbers as ``None``)."""
-    rows = []
+    rows, tables = [], {}
     for dataset, method, propensity in bench.rows:
+        params, budget = row_sources(bench, dataset, method, propensity, tables)
         cells = {}
         for metric in bench.metrics:
             cells[metric] = {}
@@ -332,7 +349,8 @@ def benchmark_json(bench: Benchmark) -> dict:
                     "seeds": list(cell.seeds) if cell is not None else [],
                     "best": bench.best(dataset, method, propensity, at, metric)}
         rows.append({"dataset": dataset, "method": method, "propensity": propensity,
-                     "uses_mcar": bench.uses_mcar(method, propensity), "cells": cells})
+                     "uses_mcar": bench.uses_mcar(method, propensity), "params": params,
+                     "budget": budget, "cells": cells})
     tests = [{"dataset": t.dataset, "method": t.method, "propensity": t.propensity,
               "baseline": BASELINE, "baseline_propensity": t.baseline_propensity,
               "with_at": t.with_at, "metric": t.metric, "n": t.n,
@@ -364,7 +382,10 @@ def _legend(bench: Benchmark, fmt: str) -> str:
     ns = [c.n for m in bench.summaries for c in bench.summaries[m].cells.values()
           if m in {i.name for i in bench.methods}] or [0]
     dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
-    text = (f"Means over {seeds_text(ns)} seeds (params: {bench.params}); {marker_name(fmt)} "
+    text = (f"Means over {seeds_text(ns)} seeds (params: {bench.params}, each row's in its "
+            f"params column; budget: trials per tuning study of atrec's protocol, the same "
+            f"{TUNING_BUDGET} for every method unless the row says otherwise, or 'authors' "
+            f"for values as their authors published them); {marker_name(fmt)} "
             f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
             f"{dagger} uses MCAR labels (propensity or method); - means no results.")
     return f"% {text}" if fmt == "latex" else text

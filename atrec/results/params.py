@@ -26,6 +26,11 @@ TUNED_ATREC = "tuned-atrec"
 REFERENCE = "reference"
 SHIPPED_FILES = {PUBLISHED: "published_params.yaml", TUNED_ATREC: "tuned_atrec_params.yaml"}
 NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
+# The sets every command tries, in this order, when --params is not given: the paper's authors'
+# MF-IPS values, then the baselines tuned by atrec, then their own authors' values, then the
+# user's tuning. Each configuration takes its values from the first set that has them.
+DEFAULT_CHAIN = (PUBLISHED, TUNED_ATREC, REFERENCE, TUNED)
+DEFAULT_PARAMS = ",".join(DEFAULT_CHAIN)
 
 
 @dataclass(frozen=True)
@@ -155,26 +160,76 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
                          f"file or tune again") from None
 
 
+def chain_sets(source: str) -> list[str]:
+    """The parameter sets of a ``--params`` value: one, or several comma-separated (a chain,
+    e.g. :data:`DEFAULT_PARAMS`)."""
+    sets = [s.strip() for s in str(source).split(",") if s.strip()]
+    if not sets:
+        raise AtrecError("empty --params value: give a parameter set, or several "
+                         "comma-separated (default " + DEFAULT_PARAMS + ")")
+    return sets
+
+
+def tune_command_for(dataset: str, propensity: str, with_at: bool, method: str) -> str:
+    """The ``atrec tune`` command that makes the values of one configuration (into ``tuned``)."""
+    parts = ["atrec tune"]
+    if method != DEFAULT_METHOD:
+        parts.append(f"--method {method}")
+    parts.append(f"--dataset {dataset}")
+    if METHODS.get(method).uses_propensity:
+        parts.append(f"--propensity {propensity}")
+    parts.append("--with-at" if with_at else "--without-at")
+    return " ".join(parts)
+
+
+def _chain_params(sets: list[str], dataset: str, propensity: str, with_at: bool,
+                  method: str, tables: dict) -> tuple[HyperParams, str]:
+    """The first set of ``sets`` with values for the configuration. In a chain, ``published``
+    is the paper's file alone (a baseline's authors' values are its ``reference``), and a set
+    that cannot be read here (no tuned file yet) has none; ``tables`` caches loaded sets."""
+    key = config_key(propensity, with_at, method)
+    for source in sets:
+        if source not in tables:
+            try:
+                tables[source] = load_param_table(source)
+            except AtrecError:
+                if source not in NAMED_SETS:
+                    raise          # a parameter FILE the user named must exist and parse
+                tables[source] = ({}, source)
+        table, label = tables[source]
+        section = table.get(dataset)
+        if isinstance(section, dict) and section.get(key) is not None:
+            return lookup(table, dataset, key, label, method), label
+    raise AtrecError(f"no parameters for {dataset}/{key} in {', '.join(sets)}: run "
+                     f"'{tune_command_for(dataset, propensity, with_at, method)}' (its values "
+                     f"then come from {TUNED})")
+
+
 def get_params(source: str, dataset: str, propensity: str, with_at: bool,
-               method: str = DEFAULT_METHOD,
-               protocol: str = DEFAULT_PROTOCOL) -> tuple[HyperParams, str]:
+               method: str = DEFAULT_METHOD, protocol: str = DEFAULT_PROTOCOL,
+               tables: dict | None = None) -> tuple[HyperParams, str]:
     """Parameters of one configuration from ``source``; returns ``(params, provenance label)``.
 
     ``published`` holds the authors' values for MF-IPS and, for another method, the values it
     ships as :attr:`~atrec.methods.base.Method.reference_params`. Under another ``protocol``
     than the default, its own named sets (:attr:`~atrec.protocols.Protocol.param_sets`) or a
-    parameter file.
+    parameter file. Several sets comma-separated (e.g. :data:`DEFAULT_PARAMS`) are tried in
+    order (:func:`_chain_params`); the label names the set that had the values. ``tables``: a
+    cache of loaded sets shared between calls.
     """
+    if "," in str(source) and protocol == DEFAULT_PROTOCOL:
+        return _chain_params(chain_sets(source), dataset, propensity, with_at, method,
+                             {} if tables is None else tables)
     key = config_key(propensity, with_at, method)
     if protocol != DEFAULT_PROTOCOL and not Path(source).is_file():
         return _protocol_params(source, dataset, key, method, protocol)
     if source == PUBLISHED and method != DEFAULT_METHOD:
         table, label = METHODS.get(method).reference_params, PUBLISHED
         if not (table.get(dataset) or {}).get(key):
-            at = " --with-at" if with_at else ""
             raise AtrecError(f"method '{method}' publishes no parameters for {dataset}/{key}: "
-                             f"tune it ('atrec tune --method {method}{at}') and use --params "
-                             f"tuned")
+                             f"give --params {DEFAULT_PARAMS} (the default), or run "
+                             f"'{tune_command_for(dataset, propensity, with_at, method)}' and "
+                             f"use --params tuned")
     else:
         table, label = load_param_table(source)
     return lookup(table, dataset, key, label, method), label
@@ -197,3 +252,31 @@ def _protocol_params(source: str, dataset: str, key: str, method: str,
     else:
         table, label = proto.reference_params, source
     return lookup(table, dataset, key, label, method), label
+
+
+AUTHORS_BUDGET = "authors"   # the budget shown for values as their authors published them
+
+
+def params_budget(source: str, dataset: str, key: str, tables: dict | None = None) -> str:
+    """How the values of one configuration were made, for tables: ``authors`` for the
+    ``published`` and ``reference`` sets, ``<n> trials`` (per study) for a tuned set or file
+    whose entry records its trials, ``-`` when unknown. ``source``: a set name, a provenance
+    label (``tuned:PATH``, ``file:PATH``) or a record's label; ``tables`` caches loaded sets."""
+    name = str(source).split("+")[0]
+    if name in (PUBLISHED, REFERENCE):
+        return AUTHORS_BUDGET
+    if name.startswith("file:"):
+        name = name[len("file:"):]
+    elif name.startswith("tuned:") or name == TUNED:
+        name = TUNED
+    elif name != TUNED_ATREC:
+        return "-"
+    cache = {} if tables is None else tables
+    if name not in cache:
+        try:
+            cache[name] = load_param_table(name)
+        except AtrecError:
+            cache[name] = ({}, name)
+    entry = (cache[name][0].get(dataset) or {}).get(key)
+    trials = entry.get("trials") if isinstance(entry, dict) else None
+    return f"{trials} trials" if isinstance(trials, int) else "-"

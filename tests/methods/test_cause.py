@@ -163,5 +163,5 @@ def test_published_values_exist_without_at_only():
     assert (params.dim, params.lam, dict(params.extra)["cause_pen"]) == (40, 5.68e-3, 2.89e-2)
     params, _ = get_params("published", "yahoo", NO_PROPENSITY, False, "cause")
     assert dict(params.extra)["cause_pen"] == 8.95e-8
-    with pytest.raises(AtrecError, match="tune --method cause --with-at"):
+    with pytest.raises(AtrecError, match="tune --method cause --dataset coat --with-at"):
         get_params("published", "coat", NO_PROPENSITY, True, "cause")

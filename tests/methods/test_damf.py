@@ -210,5 +210,5 @@ def test_published_values_exist_without_at_only():
     assert (params.dim, params.lam, dict(params.extra)["pen"]) == (30, 1.96e-3, 5.29e-2)
     params, _ = get_params("published", "yahoo", NO_PROPENSITY, False, "damf")
     assert (params.dim, params.lam, dict(params.extra)["pen"]) == (40, 5.54e-5, 3.80e-2)
-    with pytest.raises(AtrecError, match="tune --method damf --with-at"):
+    with pytest.raises(AtrecError, match="tune --method damf --dataset coat --with-at"):
         get_params("published", "coat", NO_PROPENSITY, True, "damf")

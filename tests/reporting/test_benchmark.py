@@ -112,8 +112,8 @@ def test_rows_in_registry_order_and_columns(root, bench):
                           *(("coat", "fake-mf", p) for p in SIX), ("coat", "fake-mcar", "none"))
     header = benchmark_report(root, fmt="csv", expected_seeds=5).text.splitlines()[1]
     assert header.split(",") == [
-        "data", "method", "propensity", "MAE w/o AT", "MAE w/ AT", "MSE w/o AT", "MSE w/ AT",
-        "nDCG@3 (paper) w/o AT", "nDCG@3 (paper) w/ AT", "nDCG@3 (standard) w/o AT",
+        "data", "method", "propensity", "params", "budget", "MAE w/o AT", "MAE w/ AT",
+        "MSE w/o AT", "MSE w/ AT", "nDCG@3 (paper) w/o AT", "nDCG@3 (paper) w/ AT", "nDCG@3 (standard) w/o AT",
         "nDCG@3 (standard) w/ AT"]
     assert load_benchmark(root, expected_seeds=5, ndcg="paper").metrics == (
         "mae", "mse", "ndcg3_paper")
@@ -144,9 +144,10 @@ def test_best_marks_and_mcar_daggers_in_the_text(root):
     text = benchmark_report(root, fmt="markdown", expected_seeds=5).text
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
             if line.startswith("| Coat")]
-    assert rows[7][:5] == ["Coat", "Fake MF", "user", "**0.843**", "**0.802**"]
+    assert rows[7][:7] == ["Coat", "Fake MF", "user", "published", "authors", "**0.843**",
+                           "**0.802**"]
     assert rows[5][:3] == ["Coat", "MF-IPS", "NB (true)†"]
-    assert rows[12][:4] == ["Coat", "Fake MCAR†", "—", "1.073"]  # MF-IPS uniform 0.873 + 0.2
+    assert rows[12][:6] == ["Coat", "Fake MCAR†", "—", "published", "authors", "1.073"]
     assert "† uses MCAR labels" in text
     plain = benchmark_report(root, fmt="table", expected_seeds=5).text
     assert "1.105*" in plain and "0.843*" in plain and "NB (true)†" in plain
@@ -155,7 +156,7 @@ def test_best_marks_and_mcar_daggers_in_the_text(root):
 def test_missing_cells_are_dashes_with_a_notice(root, bench):
     out = benchmark_report(root, fmt="csv", expected_seeds=5)
     row = next(line for line in out.text.splitlines() if line.startswith("Coat,Fake MF,NB (true)"))
-    assert row == "Coat,Fake MF,NB (true)†," + ",".join(["-"] * 8)
+    assert row == "Coat,Fake MF,NB (true)†," + ",".join(["-"] * 10)
     assert ("no results for Coat Fake MF: NB (true) w/o AT, NB (true) w/ AT "
             "(run atrec train --dataset coat --method fake-mf)") in out.notices
     assert "Fake MF: coat/user: 4 of 5 seeds; run the missing seeds for a full table" \
@@ -267,3 +268,31 @@ def test_benchmark_and_evaluation_import_no_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
+
+
+def test_each_row_from_the_first_set_that_has_it_with_its_params_and_budget(tmp_path):
+    # MF-IPS: Table 1 rows published; coat-shipped only under tuned-atrec (with AT also under
+    # reference, which comes later in the chain and so is not used)
+    root = write_records(tmp_path, datasets=("coat",))
+    for label, with_ats in (("tuned-atrec", (False, True)), ("reference", (True,))):
+        for with_at in with_ats:
+            for seed in SEEDS:
+                record = make_record("coat", "coat-shipped", with_at, seed,
+                                     {m: 0.5 + (label == "reference") for m in DELTA})
+                record["params_source"] = label
+                save_record(record, record_path("coat", config_key("coat-shipped", with_at),
+                                                label, seed, root))
+    bench = load_benchmark(root, params="published,tuned-atrec,reference", expected_seeds=5)
+    assert ("coat", "mf-ips", "coat-shipped") in bench.rows
+    assert bench.mean("coat", "mf-ips", "coat-shipped", True, "mae") == 0.5
+    assert bench.mean("coat", "mf-ips", "item", False, "mae") == pytest.approx(
+        np.mean(mf_values("item", False, "mae")))
+    rows = {r["propensity"]: r for r in json.loads(benchmark_report(
+        root, params="published,tuned-atrec,reference", fmt="json",
+        expected_seeds=5).text)["rows"]}
+    assert (rows["item"]["params"], rows["item"]["budget"]) == ("published", "authors")
+    # the shipped file holds no MF-IPS coat-shipped entry here: its budget is unknown
+    assert rows["coat-shipped"]["params"] == "tuned-atrec"
+    text = benchmark_report(root, params="published,tuned-atrec", fmt="csv",
+                            expected_seeds=5).text
+    assert "Coat,MF-IPS,Coat (shipped),tuned-atrec," in text

@@ -5,16 +5,16 @@ from types import SimpleNamespace
 
 import optuna
 import pytest
+from test_tuning import FAST
+from test_tuning import fake_loss as loss
 
 from atrec.cli import main
-from atrec.experiments.params import HyperParams, get_params
 from atrec.methods.catalogue import catalogue_rows
 from atrec.methods.registry import METHODS
 from atrec.protocol import TUNING_BUDGET
+from atrec.results.params import HyperParams, get_params
 from atrec.tuning import run_study, study_name, tune_config
 from atrec.tuning.configs import reference_start
-from test_tuning import FAST
-from test_tuning import fake_loss as loss
 
 
 def trials_of(url, name):

@@ -1,0 +1,74 @@
+"""The default parameter chain: each configuration takes its values from the first set that
+has them (published, tuned-atrec, reference, tuned), and says which."""
+
+import pytest
+import yaml
+
+from atrec.errors import AtrecError
+from atrec.methods.registry import METHODS
+from atrec.names import NO_PROPENSITY
+from atrec.results.params import (
+    DEFAULT_CHAIN,
+    DEFAULT_PARAMS,
+    get_params,
+    load_param_table,
+    params_budget,
+)
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_the_chain_is_published_then_tuned_atrec_then_reference_then_tuned():
+    assert DEFAULT_CHAIN == ("published", "tuned-atrec", "reference", "tuned")
+    assert DEFAULT_PARAMS == "published,tuned-atrec,reference,tuned"
+
+
+def test_table1_comes_from_published_with_the_same_values(results):
+    chained = get_params(DEFAULT_PARAMS, "coat", "item", True)
+    assert chained == get_params("published", "coat", "item", True)
+    assert chained[1] == "published"
+
+
+def test_a_baseline_takes_tuned_atrec_before_its_authors_values(results):
+    shipped = load_param_table("tuned-atrec")[0]["coat"]["damf/none"]
+    params, label = get_params(DEFAULT_PARAMS, "coat", NO_PROPENSITY, False, "damf")
+    assert label == "tuned-atrec"
+    assert (params.dim, params.lam, dict(params.extra)["pen"]) == (
+        shipped["dim"], shipped["lam"], shipped["pen"])
+    # without tuned-atrec in the chain, the authors' values (reference) come next
+    params, label = get_params("published,reference", "coat", NO_PROPENSITY, False, "damf")
+    ref = METHODS.get("damf").reference_params["coat"]["damf/none"]
+    assert label == "reference" and params.dim == ref["dim"] and params.lam == ref["lam"]
+
+
+def test_the_users_tuned_values_come_last(results):
+    (results / "tuned_params.yaml").write_text(yaml.safe_dump(
+        {"coat": {"item": {"dim": 5, "lam": 0.5},
+                  "dr-jl-error/nb-true": {"dim": 5, "lam": 0.5, "lam_imp": 0.1, "trials": 7}}}))
+    assert get_params(DEFAULT_PARAMS, "coat", "item", False)[1] == "published"
+    params, label = get_params(DEFAULT_PARAMS, "coat", "nb-true", False, "dr-jl-error")
+    assert label.startswith("tuned:") and params.dim == 5
+    assert params_budget(label, "coat", "dr-jl-error/nb-true") == "7 trials"
+    assert params_budget("published", "coat", "item") == "authors"
+
+
+def test_no_set_has_values_names_the_sets_and_the_tune_command(results):
+    with pytest.raises(AtrecError) as err:
+        get_params(DEFAULT_PARAMS, "yahoo", "coat-shipped", True, "dr-jl-blocks")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert "in published, tuned-atrec, reference, tuned" in msg
+    assert ("'atrec tune --method dr-jl-blocks --dataset yahoo --propensity coat-shipped "
+            "--with-at'") in msg
+    with pytest.raises(AtrecError, match="'atrec tune --method cause --dataset yahoo "
+                                         "--with-at'"):
+        get_params("published,tuned-atrec", "yahoo", NO_PROPENSITY, True, "cause")
+
+
+def test_a_missing_parameter_file_in_a_chain_is_still_an_error(results):
+    with pytest.raises(AtrecError, match="does not exist"):
+        get_params(f"published,{results / 'nope.yaml'}", "coat", "coat-shipped", False)
