@@ -47,12 +47,12 @@ def test_a_baseline_takes_tuned_atrec_before_its_authors_values(results):
 
 def test_the_users_tuned_values_come_last(results):
     (results / "tuned_params.yaml").write_text(yaml.safe_dump(
-        {"coat": {"item": {"dim": 5, "lam": 0.5},
-                  "dr-jl-error/nb-true": {"dim": 5, "lam": 0.5, "lam_imp": 0.1, "trials": 7}}}))
+        {"coat": {"item": {"dim": 5, "lam": 0.5}},      # tuned-atrec ships Coat only
+         "yahoo": {"dr-jl-error/nb-true": {"dim": 5, "lam": 0.5, "lam_imp": 0.1, "trials": 7}}}))
     assert get_params(DEFAULT_PARAMS, "coat", "item", False)[1] == "published"
-    params, label = get_params(DEFAULT_PARAMS, "coat", "nb-true", False, "dr-jl-error")
+    params, label = get_params(DEFAULT_PARAMS, "yahoo", "nb-true", False, "dr-jl-error")
     assert label.startswith("tuned:") and params.dim == 5
-    assert params_budget(label, "coat", "dr-jl-error/nb-true") == "7 trials"
+    assert params_budget(label, "yahoo", "dr-jl-error/nb-true") == "7 trials"
     assert params_budget("published", "coat", "item") == "authors"
 
 
