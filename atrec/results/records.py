@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import platform
+import re
 import sys
 from datetime import datetime, timezone
 from importlib import metadata
@@ -33,7 +34,8 @@ from typing import Iterator
 from atrec._version import __version__
 from atrec.errors import AtrecError
 from atrec.fileio import atomic_write_bytes, atomic_write_text  # noqa: F401  (re-exported)
-from atrec.names import DEFAULT_PROTOCOL
+from atrec.methods.registry import base_method
+from atrec.names import DEFAULT_PROTOCOL, config_key
 from atrec.paths import results_dir
 from atrec.protocol import variant_suffix  # noqa: F401  (re-exported for record readers)
 
@@ -119,11 +121,44 @@ OPTIONAL_METRICS = ("ndcg3_standard", "best_step", "best_val_loss")
 REQUIRED_ANY_PROTOCOL = ("mae", "mse")
 
 
+# Records nest four levels (record -> provenance -> packages -> version; trace -> list): a
+# file nested deeper is not a record, and JSON decoding it recursively could exhaust the stack.
+MAX_DEPTH = 16
+_STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def nesting_depth(data: bytes) -> int:
+    """How deep the arrays and objects of the JSON text ``data`` nest (0 for a scalar), counted
+    without decoding it: strings are skipped, brackets counted. Linear in the size."""
+    depth = deepest = 0
+    for match in _STRING_OR_BRACKET.finditer(data):
+        char = match.group()
+        if char in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def _number_problem(name: str, value, nullable: bool) -> str | None:
+    """Why ``value`` is not a finite number (``None`` allowed when ``nullable``), or ``None``."""
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, _NUMBER):
+        return f"{name} is {value!r:.40}, not a number{' or null' if nullable else ''}"
+    if not math.isfinite(value):
+        return f"{name} is {value!r}, not a finite number"
+    return None
+
+
 def record_problem(record) -> str | None:
     """Why ``record`` breaks the schema (a few words naming the key), or ``None`` if it is fine.
 
     Checked on every read so that a damaged or foreign file is named by its path instead of
-    surfacing later as a ``KeyError`` deep inside a summary.
+    surfacing later as a ``KeyError`` deep inside a summary: the keys and their types, every
+    hyperparameter and Table 1 metric a finite number (a NaN result is no result: it is
+    recomputed, not reused), the other metrics and the traces finite numbers or null.
     """
     if not isinstance(record, dict):
         return f"a JSON {type(record).__name__}, not an object"
@@ -135,6 +170,8 @@ def record_problem(record) -> str | None:
         value = record[key]
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             return f"'{key}' is {value!r:.40}, not a {'/'.join(t.__name__ for t in types)}"
+    if record["seed"] < 0:
+        return f"'seed' is {record['seed']}, not a seed (>= 0)"
     metrics = record["metrics"]
     name = record["protocol"].get("name", DEFAULT_PROTOCOL)
     required = REQUIRED_METRICS if name == DEFAULT_PROTOCOL else REQUIRED_ANY_PROTOCOL
@@ -143,24 +180,63 @@ def record_problem(record) -> str | None:
             if key in required:
                 return f"'metrics' lacks '{key}'"
             continue
-        value = metrics[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, _NUMBER)):
-            return f"metric '{key}' is {value!r:.40}, not a number or null"
+        problem = _number_problem(f"metric '{key}'", metrics[key], key not in required)
+        if problem:
+            return problem
+    for key, value in record["params"].items():
+        problem = _number_problem(f"parameter '{key}'", value, nullable=False)
+        if problem:
+            return problem
+    traces = record.get("trace", {})
+    if not isinstance(traces, dict):
+        return f"'trace' is {traces!r:.40}, not a dict"
+    if "val_loss_trace" in record:
+        traces = {**traces, "val_loss_trace": record["val_loss_trace"]}
+    for key, values in traces.items():
+        if not isinstance(values, list):
+            return f"trace '{key}' is {values!r:.40}, not a list"
+        for value in values:
+            problem = _number_problem(f"a value of trace '{key}'", value, nullable=True)
+            if problem:
+                return problem
+    return None
+
+
+def filed_problem(record: dict, path: Path) -> str | None:
+    """Why a valid ``record`` does not belong at ``path`` (its dataset, configuration, parameter
+    set or seed are another folder's), or ``None``. A record copied or moved into another
+    configuration's folder would otherwise count as that configuration's, which would then
+    never be trained."""
+    key = config_key(record["propensity"], record["with_at"], base_method(record))
+    expected = record_path(record["dataset"], key, record_label(record), record["seed"], Path())
+    if Path(path).parts[-len(expected.parts):] != expected.parts:
+        return f"it is the record of {expected}, not of this folder"
     return None
 
 
 def load_record(path: Path, validate: bool = True) -> dict:
-    """Read one record; an unreadable, non-JSON or (with ``validate``) schema-breaking file
-    raises :class:`RecordError` naming the path and what to do."""
+    """Read one record; an unreadable, non-JSON, too deeply nested or (with ``validate``)
+    schema-breaking or misfiled file raises :class:`RecordError` naming the path and what to do.
+
+    Every reader of records comes here (:func:`iter_records` for report, check, export and
+    :func:`atrec.load_runs`; :func:`load_reusable` for train's reuse).
+    """
     try:
-        record = json.loads(Path(path).read_bytes().decode("utf-8"))
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise RecordError(path, "not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise RecordError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
     except OSError as exc:
         raise RecordError(path, f"unreadable: {exc.strerror or type(exc).__name__}") from None
-    problem = record_problem(record) if validate else None
+    depth = nesting_depth(data)
+    if depth > MAX_DEPTH:
+        raise RecordError(path, f"JSON nested {depth} levels deep, more than a record's "
+                                f"{MAX_DEPTH}")
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(path, f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    problem = (record_problem(record) or filed_problem(record, path)) if validate else None
     if problem:
         raise RecordError(path, problem)
     return record
