@@ -381,16 +381,25 @@ class Method:
         -------
         dict
             A new dict of exactly those names, each value converted by
-            :meth:`Hyperparameter.check`; extra keys are dropped.
+            :meth:`Hyperparameter.check`.
 
         Raises
         ------
         ValueError
-            Naming the missing key, or the key, the value and the allowed range.
+            Naming the missing key, or the key, the value and the allowed range, or a key the
+            method does not take (a typo such as ``dimm`` would otherwise be dropped and the
+            run go on without the value meant).
         """
         if not isinstance(values, dict):
             raise ValueError(f"parameters must map names to numbers, got {values!r}")
         wanted = cls.hyperparameters + ((EPSILON,) if with_at else ())
+        names = [h.name for h in wanted]
+        for key in values:
+            if key not in names:
+                why = (" (AT's threshold: give it only with AT, in a '-at' entry)"
+                       if key == EPSILON.name else "")
+                raise ValueError(f"unknown hyperparameter '{key}'{why}: {cls.name}"
+                                 f"{' with AT' if with_at else ''} takes {', '.join(names)}")
         out = {}
         for h in wanted:
             if h.name not in values:

@@ -6,6 +6,7 @@ A parameter file maps ``dataset -> config key -> {dim, lam[, epsilon]}`` where t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -14,7 +15,7 @@ import yaml
 
 from atrec.errors import AtrecError
 from atrec.methods.registry import DEFAULT_METHOD, METHODS
-from atrec.names import DEFAULT_PROTOCOL, config_key
+from atrec.names import DATASETS, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol, results_root
 
@@ -31,6 +32,13 @@ NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
 # user's tuning. Each configuration takes its values from the first set that has them.
 DEFAULT_CHAIN = (PUBLISHED, TUNED_ATREC, REFERENCE, TUNED)
 DEFAULT_PARAMS = ",".join(DEFAULT_CHAIN)
+# What each named set holds, in a few words (``--params``'s help and its error messages).
+SET_HELP = {
+    PUBLISHED: "the paper's authors' tuned values; for another method, those it ships",
+    TUNED: "yours, from 'atrec tune'",
+    TUNED_ATREC: "the baselines tuned by atrec's own protocol",
+    REFERENCE: "the values each method's authors published under their own protocol",
+}
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,13 @@ class HyperParams:
         if self.epsilon is not None:
             d["epsilon"] = self.epsilon
         return d
+
+
+_VARIANCE_DATASET = re.compile(r"ml-100k-min\d+")  # atrec.experiments.variance's datasets
+# Keys beside the parameters: the datasets' neighbours at the top of a file (the shipped files
+# name their source) and what 'atrec tune' records beside each entry (atrec.tuning.export).
+TABLE_METADATA = ("source",)
+ENTRY_METADATA = ("study", "trials", "best_value", "best_trial", "storage", "updated")
 
 
 def tuned_params_path(protocol: str = DEFAULT_PROTOCOL) -> Path:
@@ -129,9 +144,42 @@ def load_param_table(source: str) -> tuple[dict, str]:
             raise AtrecError(
                 f"no tuned parameters at {path}: run 'atrec tune' first, or use --params published"
             )
-        return _read_yaml(path, "tuned parameter"), f"tuned:{path}"
+        return check_table(_read_yaml(path, "tuned parameter"), str(path)), f"tuned:{path}"
     path = Path(source)
-    return _read_yaml(path, "parameter"), f"file:{path.resolve()}"
+    return check_table(_read_yaml(path, "parameter"), str(path)), f"file:{path.resolve()}"
+
+
+def check_table(table: dict, where: str) -> dict:
+    """``table`` (a user's parameter file) when every key in it is known; else one-line
+    :class:`AtrecError` naming the key, where it is and the keys allowed there.
+
+    Checked for the whole file when it is read, before any work starts: a misspelt dataset,
+    configuration or hyperparameter (``itme:``, ``dimm:``) would otherwise be passed over and
+    the run go on with other values or none. Every entry's values are checked too.
+    """
+    from atrec.propensity.registry import PROPENSITIES
+
+    for dataset, section in table.items():
+        if dataset in TABLE_METADATA:
+            continue
+        if dataset not in DATASETS and not _VARIANCE_DATASET.fullmatch(str(dataset)):
+            raise AtrecError(f"unknown dataset '{dataset}' in parameter file {where}: give "
+                             f"{', '.join(DATASETS)} (or ml-100k-min<N> for 'atrec variance')")
+        if not isinstance(section, dict):
+            continue  # lookup names the dataset and what it must map
+        for key, entry in section.items():
+            method, _, rest = str(key).rpartition("/")
+            method = method or DEFAULT_METHOD
+            propensity = rest.removesuffix("-at")
+            if method not in METHODS.names() or propensity not in (*PROPENSITIES.names(),
+                                                                    NO_PROPENSITY):
+                raise AtrecError(
+                    f"unknown configuration '{key}' under '{dataset}' in parameter file {where}: "
+                    f"give [<method>/]<propensity>[-at], methods {', '.join(METHODS.names())}, "
+                    f"propensities {', '.join(PROPENSITIES.names())} (or {NO_PROPENSITY})")
+            if isinstance(entry, dict):
+                check_entry(entry, dataset, key, where, method)
+    return table
 
 
 def lookup(table: dict, dataset: str, key: str, source_label: str,
@@ -149,14 +197,20 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
             f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune') or "
             f"add it to the parameter file"
         )
-    cls = METHODS.get(method)
     if not isinstance(entry, dict):
         raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: the entry must "
                          f"map names to numbers (dim, lam, ...), got {entry!r:.60}; fix the file")
+    return HyperParams.from_values(check_entry(entry, dataset, key, source_label, method))
+
+
+def check_entry(entry: dict, dataset: str, key: str, where: str, method: str) -> dict:
+    """The parameters of one entry validated by ``method`` (names, types, ranges), without what
+    'atrec tune' records beside them; a bad one is one line naming the entry and the file."""
+    values = {k: v for k, v in entry.items() if k not in ENTRY_METADATA}
     try:
-        return HyperParams.from_values(cls.check_params(entry, with_at=key.endswith("-at")))
+        return METHODS.get(method).check_params(values, with_at=key.endswith("-at"))
     except (TypeError, ValueError) as exc:
-        raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: {exc}; fix the "
+        raise AtrecError(f"bad parameters for {dataset}/{key} in {where}: {exc}; fix the "
                          f"file or tune again") from None
 
 
