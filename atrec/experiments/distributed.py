@@ -16,10 +16,13 @@ Dask is an extra (``pip install -e '.[dask]'``): it is imported only when a sche
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
 import re
+import socket
 import time
 import uuid
 from typing import Callable, Iterator
@@ -47,16 +50,95 @@ def _import_distributed():
     return distributed
 
 
+def local_cpus() -> int:
+    """The CPUs this process may run on: the most workers ``local:N`` starts (below)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
+
+
 def parse_local(scheduler: str) -> int | None:
-    """Worker processes of ``local:N`` (``local`` alone: one per CPU); ``None`` for an address."""
+    """Worker processes of ``local:N`` (``local`` alone: one per CPU); ``None`` for an address.
+
+    N is at most the CPUs this process may use (:func:`local_cpus`): each worker is a
+    single-threaded process that keeps its own TensorFlow runtime and compiled loops (hundreds
+    of MB), so a worker beyond the cores only adds memory and time-slicing, never speed.
+    """
     text = scheduler.strip()
     if text == "local":
-        return os.cpu_count() or 1
+        return local_cpus()
     m = re.fullmatch(r"local:(\d+)", text)
-    if text.startswith("local") and not (m and int(m.group(1)) > 0):
-        raise AtrecError(f"--scheduler {scheduler}: give local:N with N >= 1 worker processes, "
-                         f"or a scheduler address such as tcp://HOST:8786")
+    if text.startswith("local") and not (m and 1 <= int(m.group(1)) <= local_cpus()):
+        raise AtrecError(f"--scheduler {scheduler}: give local:N with 1 <= N <= {local_cpus()} "
+                         f"(this machine's CPUs) worker processes, or a scheduler address such "
+                         f"as tcp://HOST:8786")
     return int(m.group(1)) if m else None
+
+
+def check_scheduler(scheduler: str) -> tuple[int | None, str]:
+    """``(local workers, None)`` for ``local[:N]``, ``(None, address)`` for a well-formed Dask
+    address; anything else (empty, no port, a scheme Dask has no transport for such as
+    ``http://``) is one line saying what to give, before any work starts."""
+    distributed = _import_distributed()
+    n_local = parse_local(scheduler)
+    if n_local is not None:
+        return n_local, None
+    address = scheduler.strip()
+    try:
+        if not address:
+            raise ValueError("empty")
+        scheme, location = distributed.comm.parse_address(address)
+        distributed.comm.registry.get_backend(scheme)
+        if scheme in _SOCKET_SCHEMES:
+            distributed.comm.parse_host_port(location)
+    except ValueError as exc:
+        raise AtrecError(f"--scheduler {scheduler!r} is not a Dask scheduler address ({exc}): "
+                         f"give tcp://HOST:PORT (a 'dask scheduler' prints it) or local:N, or "
+                         f"leave the option out to train in this process") from None
+    return None, address
+
+
+# the transports whose address is host:port (a scheduler there is probed with a plain socket)
+_SOCKET_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
+def _unreachable(scheduler: str, why) -> AtrecError:
+    return AtrecError(
+        f"cannot reach a Dask scheduler at {scheduler} ({why}): start one with "
+        f"'dask scheduler' and workers with 'dask worker tcp://HOST:8786', then pass "
+        f"--scheduler tcp://HOST:8786 (or use --scheduler local:N)")
+
+
+def _probe(distributed, address: str, scheduler: str) -> None:
+    """A one-line error when no Dask scheduler answers at ``address`` within
+    :data:`CONNECT_TIMEOUT_S`, found before a :class:`distributed.Client` exists: a Client whose
+    start failed hangs 20 s in its teardown and prints a traceback from the garbage collector.
+
+    A plain socket first (a refused connection is said at once), then Dask's own handshake
+    under a deadline (something else listening there would otherwise hold the handshake open).
+    The handshake runs in a thread of its own, so that a caller with a running event loop (a
+    notebook) can call this too.
+    """
+    scheme, location = distributed.comm.parse_address(address)
+    if scheme in _SOCKET_SCHEMES:
+        host, port = distributed.comm.parse_host_port(location)
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise _unreachable(scheduler, exc.strerror or exc) from None
+
+    async def handshake() -> None:
+        comm = await asyncio.wait_for(distributed.comm.connect(address), CONNECT_TIMEOUT_S)
+        await comm.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, handshake()).result()
+        except (OSError, asyncio.TimeoutError, distributed.comm.CommClosedError) as exc:
+            why = f"no Dask handshake within {CONNECT_TIMEOUT_S} s" if isinstance(
+                exc, asyncio.TimeoutError) else exc
+            raise _unreachable(scheduler, why) from None
 
 
 @contextlib.contextmanager
@@ -64,7 +146,7 @@ def connect(scheduler: str) -> Iterator[object]:
     """A :class:`distributed.Client` of ``scheduler`` (an address or ``local:N``), closed (and a
     local cluster shut down) on leaving, also after an error or Ctrl-C."""
     distributed = _import_distributed()
-    n_local = parse_local(scheduler)
+    n_local, address = check_scheduler(scheduler)
     with contextlib.ExitStack() as stack:
         if n_local is not None:
             # TensorFlow's start-up notices would interleave with the progress lines; Dask's
@@ -75,14 +157,11 @@ def connect(scheduler: str) -> Iterator[object]:
                 env={"TF_CPP_MIN_LOG_LEVEL": "2"}))
             address = cluster.scheduler_address
         else:
-            address = scheduler.strip()
+            _probe(distributed, address, scheduler)
         try:
             client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         except (OSError, ValueError, TypeError) as exc:
-            raise AtrecError(
-                f"cannot reach a Dask scheduler at {scheduler} ({exc}): start one with "
-                f"'dask scheduler' and workers with 'dask worker tcp://HOST:8786', then pass "
-                f"--scheduler tcp://HOST:8786 (or use --scheduler local:N)") from None
+            raise _unreachable(scheduler, exc) from None
         stack.enter_context(client)
         yield client
 
@@ -99,8 +178,7 @@ def train_on_dask(request: TrainRequest, scheduler: str, root=None,
     a configuration's last group is saved (at once for a configuration with nothing left to
     train); ``stage`` counts the seeds. Ctrl-C stops once the next group is saved.
     """
-    _import_distributed()  # before touching data: a missing extra or a bad local:N come first
-    parse_local(scheduler)
+    check_scheduler(scheduler)  # before touching data: a missing extra or a bad address first
     stage = stage or StageProgress()
     work = list(plan_request(request, root))
     plans = [plan for _, plans in work for plan in plans]

@@ -39,7 +39,7 @@ def train(request: TrainRequest, root=None, progress=None, scheduler: str | None
         if progress:
             progress(outcome)
 
-    if scheduler:
+    if scheduler is not None:  # an empty address is refused there, not taken as "here"
         return train_on_dask(request, scheduler, root, done, stage)
     work = list(plan_request(request, root))
     plans = [plan for _, ps in work for plan in ps]
