@@ -62,3 +62,20 @@ def require_writable(kind: str = "results") -> Path:
         raise AtrecError(f"cannot write to the {kind} folder {path}{where}: set {env} to a "
                          f"writable folder")
     return path
+
+
+def require_parent(path: Path, what: str) -> Path:
+    """``path`` (a file the user named: ``--output``, a ``--storage`` database) when its folder
+    exists and can be written; else one-line :class:`AtrecError` naming ``what`` and the
+    folder. atrec creates no folder outside the ones it owns (data and results): a typo in a
+    path would otherwise leave folders wherever it points, the filesystem root included."""
+    path = Path(path)
+    folder = path.parent
+    if not folder.is_dir():
+        why = "does not exist" if not folder.exists() else "is not a folder"
+        raise AtrecError(f"{what} {path}: the folder {folder} {why}; create it first or give a "
+                         f"path in an existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise AtrecError(f"{what} {path}: cannot write in the folder {folder}; give a path in a "
+                         f"writable folder")
+    return path

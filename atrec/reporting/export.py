@@ -34,7 +34,7 @@ from atrec.evaluation.summary import resolve_params_label
 from atrec.fileio import atomic_write, atomic_write_text
 from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_PROTOCOL, METRICS
-from atrec.paths import results_dir
+from atrec.paths import require_parent, results_dir
 from atrec.protocols.registry import record_protocol
 from atrec.results.records import iter_records, params_label
 
@@ -205,6 +205,8 @@ def export_runs(fmt: str, output: Path | None, root: Path | None = None,
         if output is None:
             raise AtrecError("--format parquet writes a binary file: give --output PATH",
                              exit_code=2)
+    if output is not None:
+        require_parent(output, "--output")   # before reading any record
     frame = load_runs(root, datasets, methods, params)
     if frame.empty:
         raise AtrecError(_empty_message(root, datasets, methods, params), exit_code=3)

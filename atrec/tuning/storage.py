@@ -33,7 +33,7 @@ from pathlib import Path
 
 from atrec.errors import AtrecError
 from atrec.fileio import make_folder
-from atrec.paths import results_dir
+from atrec.paths import require_parent, results_dir
 
 STORAGE_FILE = "optuna.db"
 # atrec is installed from its folder (make install: pip install -e '.[dev]'), not from an index
@@ -205,9 +205,13 @@ def open_storage(url: str | None = None, worker=None):
 
     if worker is None:
         worker = WorkerSettings()
-    url = url or default_storage_url()
+    given, url = url, url or default_storage_url()
     target = resolve_url(url)
     sqlite = _sqlite_path(target)
+    # a database in a folder that does not exist is refused (atrec creates none outside its
+    # own); the default's folder is the results folder, atrec's own, created when missing
+    if given and sqlite is not None and sqlite.parent.resolve() != results_dir().resolve():
+        require_parent(sqlite, "--storage")
     kwargs = {"connect_args": {"timeout": 60}} if target.startswith("sqlite") else {}
     try:
         with contextlib.ExitStack() as stack:
