@@ -50,8 +50,10 @@ def resolve_params_label(params: str) -> str:
         return resolve_params_label(base) + "+" + variant
     if params in NAMED_SETS or params.startswith("file-"):
         return params
-    if not params:
-        raise AtrecError("empty --params value: give published, tuned or a parameter file path")
+    if not params or not Path(params).is_file():
+        what = "empty --params value" if not params else f"unknown parameter set '{params}'"
+        raise AtrecError(f"{what}: give one of {', '.join(NAMED_SETS)}, a parameter file that "
+                         f"exists, or a file-<hash> label (the folder name under runs/)")
     return params_label(f"file:{Path(params).resolve()}")
 
 
