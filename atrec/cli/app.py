@@ -14,10 +14,14 @@ from atrec._version import __version__
 from atrec.errors import AtrecError
 from atrec.methods.registry import METHODS
 from atrec.names import TABLE_DATASETS, expand
-from atrec.propensity.builtin import BUILT_IN
-from atrec.propensity.registry import PROPENSITIES, propensity_names, table1_propensities
+from atrec.propensity.registry import (
+    PROPENSITIES,
+    builtin_propensity_names,
+    propensity_names,
+    table1_propensities,
+)
 from atrec.protocols import PROTOCOLS, get_protocol
-from atrec.results.params import DEFAULT_PARAMS
+from atrec.results.params import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
@@ -111,16 +115,37 @@ def echo_notes(notes, prefix: str = "note") -> None:
 
 
 
+def propensity_notice(methods: list[str]) -> None:
+    """One line when ``--propensity`` was given and a selected method uses none (CausE, DAMF):
+    a notice rather than an error, because ``--method mf-ips,cause --propensity item`` is a
+    valid selection in which the option applies to one method and not to the other."""
+    from click.core import ParameterSource   # click's own, loaded with click
+
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("propensities") in (ParameterSource.DEFAULT, None):
+        return
+    unused = [m for m in methods if not METHODS.get(m).uses_propensity]
+    if unused:
+        given = ",".join(ctx.params["propensities"])
+        click.echo(f"note: {', '.join(unused)} use{'s' if len(unused) == 1 else ''} no "
+                   f"propensity: --propensity {given} does not apply to "
+                   f"{'it' if len(unused) == 1 else 'them'} (trained once, unweighted)", err=True)
+
+
 def expand_propensities(values) -> list[str]:
     """``--propensity`` values as selectable registered estimators. ``all`` is the paper's six
     (Table 1's rows, which every parameter set covers); other estimators are named."""
     return PROPENSITIES.expand(values, propensity_names(), every=table1_propensities())
 
 
-def builtin_propensities() -> list[str]:
-    """The ``--propensity`` values atrec itself registers (plug-ins are loaded only when used,
-    so that ``--help`` imports none of them)."""
-    return [cls.name for cls in BUILT_IN if cls.selectable]
+def params_help() -> str:
+    """``--params``'s help, one phrase per named set of :data:`atrec.results.params.NAMED_SETS`
+    (so a new set is listed once it is named there)."""
+    sets = "; ".join(f"{name} ({SET_HELP[name]})" for name in NAMED_SETS)
+    defaults = "; ".join(f"{name}'s: {DEFAULT_PARAMS if k == 0 else get_protocol(name).param_sets[0]}"
+                         for k, name in enumerate(PROTOCOLS.names()))
+    return (f"A named parameter set: {sets}; or a YAML parameter file; several comma-separated: "
+            f"each configuration from the first that has its values (default {defaults}).")
 
 
 def protocol_option(func):
@@ -151,20 +176,14 @@ def selection_options(func, params: bool = True):
         methods_option(),
         click.option("--propensity", "propensities", multiple=True, default=("all",),
                      show_default=True,
-                     help=f"{', '.join(builtin_propensities())}, any plug-in's ('atrec "
+                     help=f"{', '.join(builtin_propensity_names())}, any plug-in's ('atrec "
                           f"methods' lists them), or all (the paper's six). A method that uses "
                           f"no propensity runs once."),
         click.option("--with-at", "with_at", is_flag=True,
                      help="Train the method inside asymmetric tri-training (as A1 and A2)."),
         click.option("--without-at", "without_at", is_flag=True,
                      help="Train the method alone. Give both flags (or neither) for both."),
-        click.option("--params", default=None,
-                     help="Parameter set: published (the authors' tuned values; for another "
-                          "method, those it ships), tuned-atrec (shipped, tuned by atrec), "
-                          "reference (each method's authors'; ijcai2022's default), tuned "
-                          "(from 'atrec tune'), or a YAML parameter file; several "
-                          "comma-separated: each configuration from the first that has its "
-                          f"values (saito2020's default: {DEFAULT_PARAMS})."),
+        click.option("--params", default=None, help=params_help()),
     ]
     if not params:
         options = options[:-1]  # tune makes parameters rather than taking them

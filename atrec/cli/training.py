@@ -17,6 +17,7 @@ from atrec.cli.app import (
     expand_propensities,
     friendly_errors,
     main,
+    propensity_notice,
     run_opts,
     selection_options,
 )
@@ -38,6 +39,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
                    batch_seed, loss, download, protocol, **_output_and_scheduler):
     chosen = get_protocol(check_protocol(protocol))
     at_options = [False, True] if with_at == without_at else [with_at]
+    propensity_notice(expand_methods(methods))
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
         propensities=expand_propensities(propensities),
@@ -111,6 +113,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at
     """
+    propensity_notice(expand_methods(methods))
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
         propensities=tuple(expand_propensities(propensities)),

@@ -16,9 +16,20 @@ from atrec.registry import Registry
 PROPENSITIES = Registry("propensity", "atrec.propensities", validate_propensity_class)
 
 
+def _builtin_classes() -> tuple[type, ...]:
+    """The classes atrec itself registers, in registration order (the paper's six first)."""
+    return (*builtin.BUILT_IN, *models.BASELINES)
+
+
 def _builtins() -> None:
-    for cls in (*builtin.BUILT_IN, *models.BASELINES):
+    for cls in _builtin_classes():
         PROPENSITIES.register(cls)
+
+
+def builtin_propensity_names() -> list[str]:
+    """The ``--propensity`` values atrec itself registers, without loading any plug-in (so that
+    ``--help`` lists them cheaply and imports no installed package)."""
+    return [cls.name for cls in _builtin_classes() if cls.selectable]
 
 
 PROPENSITIES.builtins(_builtins)
