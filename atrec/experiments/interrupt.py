@@ -6,35 +6,64 @@ trained. Inside :func:`graceful_stop` the first Ctrl-C only sets a flag (and say
 training runs in a worker thread, :func:`in_worker`, so the main thread is free to answer); the
 group in progress is saved when its call returns, and :func:`check` then raises
 :class:`RunInterrupted` with a message naming what was saved and what will resume. The CLI turns
-it into that line and exit code 130. A second Ctrl-C restores the default signal action and
-ends the process at once (its claims are then stale and taken over by the next run).
+it into that line and exit code 130. A second Ctrl-C ends the process at once, exit code 130
+(its claims are then stale and taken over by the next run).
+
+Presses are counted as the operating system delivers them, not as Python gets round to its
+handler: Python runs a handler only when the main thread is between bytecodes, so two presses
+that arrive while the main thread is inside a long call (loading data, tracing or compiling a
+loop) reach one handler run, and the second press would be lost. Python's C-level handler
+writes a byte to the wakeup file descriptor (:func:`signal.set_wakeup_fd`) at every delivery,
+whatever the main thread is doing; a watcher thread reads those bytes and counts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 _stop = threading.Event()
 _installed = threading.local()
 _pool: ThreadPoolExecutor | None = None
+
+NOTICE = "stopping after the group of seeds in progress is saved (Ctrl-C again to quit now)"
+QUIT = ("interrupted: quit at once; the groups in progress are lost, the finished ones saved: "
+        "run the same command again to resume")
+QUIT_CODE = 130   # the shell's code for a process ended by SIGINT, as the CLI's interrupted runs
 
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a run after saving what was finished; ``str()`` says what will resume."""
 
 
-def _notice(_signum, _frame) -> None:
-    _stop.set()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    print("stopping after the group of seeds in progress is saved (Ctrl-C again to quit now)",
-          file=sys.stderr, flush=True)
+def _on_main_thread(_signum, _frame) -> None:
+    """Python's handler: nothing to do (the watcher counts). Installing one keeps Python's
+    C-level handler, which writes the wakeup byte, in place of the default action."""
 
 
-@contextmanager
+def _watch(fd: int, err_fd: int) -> None:
+    """Count the SIGINT deliveries written to the wakeup pipe ``fd`` until it is closed: the
+    first asks the run to stop, the second quits the process. The last line goes to
+    ``err_fd``, standard error as it was on entering: TensorFlow's import holds file
+    descriptor 2 back for a moment (:mod:`atrec.tfquiet`), and a process that quits then would
+    lose a line written there."""
+    presses = 0
+    while data := os.read(fd, 64):
+        presses += data.count(bytes([signal.SIGINT]))
+        if presses >= 1 and not _stop.is_set():
+            _stop.set()
+            print(NOTICE, file=sys.stderr, flush=True)
+        if presses >= 2:
+            with contextlib.suppress(OSError):
+                os.write(err_fd, (QUIT + "\n").encode())
+            os._exit(QUIT_CODE)
+
+
+@contextlib.contextmanager
 def graceful_stop():
     """While inside, Ctrl-C asks the run to stop after the group in progress (see the module).
 
@@ -44,13 +73,25 @@ def graceful_stop():
     if getattr(_installed, "on", False) or threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _notice)
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)   # set_wakeup_fd's condition: a signal never waits on it
+    err_fd = os.dup(2)
+    previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    previous = signal.signal(signal.SIGINT, _on_main_thread)
+    watcher = threading.Thread(target=_watch, args=(read_fd, err_fd), name="atrec-ctrl-c",
+                               daemon=True)
+    watcher.start()
     _installed.on = True
     _stop.clear()
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(write_fd)   # the watcher reads the end of the pipe and returns
+        watcher.join()
+        os.close(read_fd)
+        os.close(err_fd)
         _installed.on = False
         _stop.clear()
 
