@@ -14,10 +14,13 @@ atomically (temporary name, then rename) with the user's umask (:mod:`atrec.file
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import matplotlib
+import matplotlib.font_manager
 import numpy as np
 
 from atrec.evaluation.summary import Summary
@@ -30,8 +33,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FORMATS = ("png", "pdf")
-# (a) is a mean squared error and (b) a mean absolute difference, both in rating units.
-FIGURE3_YLABEL = "(a) MSE on pseudo-labels, (b) mean |A1 - A2|"
+# (a) is a mean squared error and (b) a mean absolute difference, both in rating units; on two
+# lines, so that the label fits the height of one panel.
+FIGURE3_YLABEL = "(a) MSE on pseudo-labels\n(b) mean |A1 - A2|"
 
 
 def figures_dir() -> Path:
@@ -51,6 +55,16 @@ def _new_figure(n_panels: int, ncols: int, panel_size=(4.0, 3.0)) -> tuple[Figur
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(nrows, ncols, i + 1) for i in range(n_panels)]
     return fig, axes
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    """``text`` as the figure's title, wrapped to the figure's width (a one-panel figure is
+    narrower than a long title)."""
+    size = matplotlib.rcParams["figure.titlesize"]
+    points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
+    # an average character of the default sans-serif font is about 0.6 em wide
+    width = max(20, int(fig.get_figwidth() * 72 / (0.6 * points)) - 4)
+    fig.suptitle(textwrap.fill(text, width))
 
 
 def figure1(stats: Sequence[dict]) -> Figure:
@@ -143,17 +157,21 @@ def _trace_figure(summary: Summary, series: Sequence[tuple[str, str]], ylabel: s
     traces = [t for t in summary.ordered_traces() if needed <= set(t.values)]
     if not traces:
         return None
-    fig, axes = _new_figure(len(traces), ncols=3)
-    fig.suptitle(f"{title} (mean and sd band over seeds)")
-    for ax, trace in zip(axes, traces):
+    ncols = 3
+    fig, axes = _new_figure(len(traces), ncols=ncols)
+    _suptitle(fig, f"{title} (mean and sd band over seeds)")
+    for k, (ax, trace) in enumerate(zip(axes, traces)):
         for key, label in series:
             _band(ax, trace.series(key), label)
         name = DATASET_LABELS.get(trace.dataset, trace.dataset)
         ax.set_title(f"{name}, {propensity_label(trace.propensity)} "
                      f"({len(trace.seeds)} seeds)")
         ax.set_xlabel("pseudo-labelling step")
-        ax.set_ylabel(ylabel)
-    axes[0].legend()
+        if k % ncols == 0:   # one label per row: every panel plots the same quantities
+            ax.set_ylabel(ylabel)
+    if len(series) > 1:      # below the panels, where it covers no line; a row per panel width
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+                   ncols=min(len(series), len(traces), ncols))
     return fig
 
 

@@ -117,3 +117,77 @@ def test_figure2_plots_ratios_and_mse_with_standard_errors(tmp_path):
 def test_figure2_needs_points():
     with pytest.raises(ValueError, match="at least one min_items"):
         figure2([])
+
+
+# --- layout: no text runs into other text or out of the figure ---------------------------------
+
+def _text_boxes(fig) -> list[tuple[str, object]]:
+    """``(what, window extent)`` of every text a reader reads: the title, and per panel its title,
+    axis labels and the tick labels drawn (inside the axis' view interval), after an Agg draw."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+
+    def add(what, text):
+        if text.get_visible() and text.get_text().strip():
+            boxes.append((what, text.get_window_extent(renderer)))
+
+    if fig._suptitle is not None:
+        add("suptitle", fig._suptitle)
+    for legend in fig.legends:
+        for text in legend.get_texts():
+            add(f"legend {text.get_text()}", text)
+    for k, ax in enumerate(fig.axes):
+        add(f"panel {k} title", ax.title)
+        add(f"panel {k} xlabel", ax.xaxis.label)
+        add(f"panel {k} ylabel", ax.yaxis.label)
+        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            low, high = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks():
+                if low <= tick.get_loc() <= high:
+                    add(f"panel {k} {name} tick {tick.label1.get_text()}", tick.label1)
+    return boxes
+
+
+def _layout_problems(fig) -> list[str]:
+    boxes = _text_boxes(fig)
+    whole = fig.bbox
+    problems = [f"{what} leaves the figure" for what, box in boxes
+                if box.x0 < whole.x0 - 0.5 or box.y0 < whole.y0 - 0.5
+                or box.x1 > whole.x1 + 0.5 or box.y1 > whole.y1 + 0.5]
+    for i, (what, box) in enumerate(boxes):
+        for other, obox in boxes[i + 1:]:
+            if box.overlaps(obox):
+                problems.append(f"{what} overlaps {other}")
+        # a panel's texts stay clear of the other panels' drawing areas
+        panel = what.split()[1] if what.startswith("panel") else None
+        for k, ax in enumerate(fig.axes):
+            if panel != str(k) and box.overlaps(ax.bbox):
+                problems.append(f"{what} runs into panel {k}")
+    return problems
+
+
+def test_the_layout_check_sees_overlapping_labels(coat_only):
+    # the check itself: a label longer than a panel on every panel, as Figure 3 once had
+    fig = figure3(coat_only)
+    for ax in fig.axes:
+        ax.set_ylabel("(a) MSE on pseudo-labels, (b) mean |A1 - A2|, and a few more words")
+    assert any("ylabel" in p for p in _layout_problems(fig))
+
+
+@pytest.mark.parametrize("draw", [figure3, figure4], ids=["figure3", "figure4"])
+@pytest.mark.parametrize("which", ["both-datasets", "coat", "one-panel"])
+def test_trace_figures_have_no_text_overlaps_at_the_default_size(draw, which, summary, coat_only):
+    chosen = {"both-datasets": summary, "coat": coat_only, "one-panel": coat_only}[which]
+    if which == "one-panel":   # one AT configuration: the narrowest figure, the title wraps
+        import dataclasses
+
+        first = next(iter(chosen.traces))
+        chosen = dataclasses.replace(chosen, traces={first: chosen.traces[first]})
+    fig = draw(chosen)
+    assert len(fig.axes) == {"both-datasets": 12, "coat": 6, "one-panel": 1}[which]
+    assert _layout_problems(fig) == []
+
+
+def test_figure1_has_no_text_overlaps_at_the_default_size():
+    assert _layout_problems(figure1(STATS)) == []
