@@ -50,7 +50,7 @@ from atrec.errors import AtrecError
 from atrec.evaluation.summary import EXPECTED_SEEDS, Cell
 from atrec.names import DEFAULT_METHOD, PAPER_METRICS, TABLE_DATASETS
 from atrec.propensity.registry import propensity_label, table1_propensities
-from atrec.reporting.claims import HOLDS, MISSING, Claim, evaluate_claims
+from atrec.reporting.claims import FAILS, HOLDS, MISSING, Claim, evaluate_claims
 from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, signed, train_hint
 from atrec.reporting.report import table_summary
 from atrec.reporting.table1 import paper_table
@@ -155,10 +155,35 @@ class CheckResult:
         return 0 if self.passed else EXIT_FAILED
 
     def claim_rows(self) -> list[dict]:
+        """One row per claim; ``result`` is ``pass``/``fail`` for a gating claim and ``-`` for
+        one that does not gate (a "pass" beside "does not hold" would read as a contradiction)."""
         return [{"claim": c.key, "status": c.status,
                  "gating": "yes" if c.key in self.gating else "no",
-                 "result": PASS if self.claim_passed(c) else FAIL,
+                 "result": (PASS if self.claim_passed(c) else FAIL) if c.key in self.gating
+                 else "-",
                  "evidence": c.evidence} for c in self.claims]
+
+    def caveats(self) -> list[str]:
+        """What a pass does not cover, in words: claims not evaluated (naming the datasets they
+        need) and claims that do not hold but do not gate."""
+        out = []
+        missing = [c for c in self.claims if c.status == MISSING]
+        if missing:
+            needs = sorted({d for c in missing for d in c.datasets} - set(self.datasets))
+            names = ", ".join(DATASET_LABELS.get(d, d) for d in needs)
+            out.append(f"{_claim_list(missing)} not evaluated"
+                       + (f" (they need {names})" if needs else ""))
+        failing = [c for c in self.claims if c.status == FAILS and c.key not in self.gating]
+        if failing:
+            out.append(f"{_claim_list(failing)} {'does' if len(failing) == 1 else 'do'} not hold "
+                       f"(not gating)")
+        return out
+
+
+def _claim_list(claims) -> str:
+    """``claim 5`` or ``claims 1, 2, 3``."""
+    keys = [str(c.key) for c in claims]
+    return f"claim{'s' if len(keys) > 1 else ''} {', '.join(keys)}"
 
 
 def _check_cell(dataset: str, propensity: str, with_at: bool, metric: str, paper: float,
@@ -214,12 +239,14 @@ def render_check(result: CheckResult, fmt: str = "table") -> str:
         return json.dumps(json_safe({"params": result.params, "datasets": list(result.datasets),
                                      "passed": result.passed,
                                      "cells": [c.as_row(machine=True) for c in result.cells],
-                                     "claims": result.claim_rows()}), indent=1)
+                                     "claims": result.claim_rows(),
+                                     "caveats": result.caveats()}), indent=1)
     failed = sum(not c.passed for c in result.cells)
     claims_failed = sum(not result.claim_passed(c) for c in result.claims)
     verdict = (f"{'PASSED' if result.passed else 'FAILED'}: {len(result.cells) - failed} of "
                f"{len(result.cells)} cells within tolerance, {claims_failed} gating claim(s) "
-               f"failed (datasets: {', '.join(result.datasets)}; params: {result.params})")
+               f"failed" + "".join(f"; {c}" for c in result.caveats())
+               + f" (datasets: {', '.join(result.datasets)}; params: {result.params})")
     cells = render([c.as_row() for c in result.cells], fmt, numparse=False)
     claims = render(result.claim_rows(), fmt, numparse=False)
     if fmt == "csv":

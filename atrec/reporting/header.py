@@ -28,6 +28,7 @@ from atrec.results.records import iter_records, record_label
 TITLE = ("Asymmetric tri-training for MNAR explicit feedback (Saito, SIGIR 2020): "
          "reproduction report")
 VARIANCE_FILE = "variance.md"
+FIGURE2_DATASET = "ml-100k"   # the variance experiment's data (atrec.experiments.variance)
 
 
 def git_commit() -> str | None:
@@ -94,6 +95,10 @@ def data_checksums(records: list[dict], dataset: str) -> dict[str, str]:
         return {}
 
 
+def _files(sums: dict[str, str]) -> str:
+    return ", ".join(f"`{name}` `{sha}`" for name, sha in sorted(sums.items())) or "unknown"
+
+
 def _link(path: Path, base: Path) -> str:
     try:
         rel = path.resolve().relative_to(base.resolve())
@@ -124,9 +129,12 @@ def report_header(summary: Summary, figures: Sequence[Path], base: Path,
                  f"{summary.expected_seeds} expected per cell)")
     lines.append("- Datasets (SHA-256 of the source files):")
     for d in summary.datasets:
-        sums = data_checksums(records, d)
-        files = ", ".join(f"`{name}` `{sha}`" for name, sha in sorted(sums.items())) or "unknown"
-        lines.append(f"  - {DATASET_LABELS.get(d, d)}: {files}")
+        lines.append(f"  - {DATASET_LABELS.get(d, d)}: {_files(data_checksums(records, d))}")
+    # Figure 2's data: from its records (datasets ml-100k-min<N>), else the processed manifest
+    figure2 = [r for r in iter_records(root) if r["dataset"].startswith(FIGURE2_DATASET + "-")]
+    sums = data_checksums([{**r, "dataset": FIGURE2_DATASET} for r in figure2], FIGURE2_DATASET)
+    if sums and FIGURE2_DATASET not in summary.datasets:
+        lines.append(f"  - {DATASET_LABELS[FIGURE2_DATASET]} (Figure 2): {_files(sums)}")
     if figures:
         lines.append("- Figures: " + ", ".join(_link(p, base) for p in figures))
     variance = base / VARIANCE_FILE

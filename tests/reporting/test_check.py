@@ -98,6 +98,13 @@ def test_a_failing_gating_claim_fails_the_check(tmp_path):
     assert all(c.passed for c in result.cells)
     assert result.claims[4].status == FAILS and result.passed
     assert result.claims[3].status == HOLDS
+    # the verdict says what the pass does not cover: Yahoo's claims, and claim 5
+    verdict = render_check(result).splitlines()[-1]
+    assert verdict.startswith("PASSED: 36 of 36 cells within tolerance, 0 gating claim(s) failed; "
+                              "claims 1, 2, 3 not evaluated (they need Yahoo! R3); claim 5 does "
+                              "not hold (not gating) (datasets: coat"), verdict
+    rows = {r["claim"]: r["result"] for r in result.claim_rows()}
+    assert rows == {1: "-", 2: "-", 3: "-", 4: "-", 5: "-"}   # no "pass" beside "does not hold"
     # the same claim made gating fails the check
     gated = check(root, expected_seeds=5, gating_claims=(5,))
     assert gated.gating == (5,) and not gated.passed and gated.exit_code == 4

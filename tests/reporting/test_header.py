@@ -39,6 +39,18 @@ def test_header_says_what_when_and_from_which_data(root):
     assert f"`train.ascii` `{'a' * 64}`" in head and f"`test.ascii` `{'b' * 64}`" in head
 
 
+def test_header_gives_figure_2s_ml100k_checksums_from_its_records(root):
+    assert "MovieLens 100K" not in _report(root).text.split("## Table 1")[0]
+    ml_sums = {"u.data": "c" * 64}
+    record = make_record("ml-100k-min5", "data-item", False, 0,
+                         {"mae": 0.8, "mse": 1.0, "ndcg3_paper": 0.3})
+    record["provenance"] = {"data_checksums": ml_sums}
+    save_record(record, record_path("ml-100k-min5", "data-item", "published", 0, root))
+    head = _report(root).text.split("## Table 1")[0]
+    assert f"  - MovieLens 100K (Figure 2): `u.data` `{'c' * 64}`" in head.splitlines()
+    assert f"`train.ascii` `{'a' * 64}`" in head   # Coat's are still there
+
+
 def test_header_links_every_figure_relative_to_the_results_folder(root):
     out = _report(root)
     links = re.findall(r"\]\(([^)]+)\)", out.text.split("## Table 1")[0])
