@@ -45,6 +45,7 @@ class Case:
     env: dict = field(default_factory=dict)
     setup: object = None
     changes: bool = False
+    absent: str = ""   # a path (with {tmp}) that must not exist afterwards: nothing created there
 
 
 def _file(rel: str, content: bytes | str):
@@ -69,6 +70,15 @@ def _record(content):
         else:
             path.write_text(json.dumps(content))
     return setup
+
+
+def _nested(levels: int) -> bytes:
+    return b"[" * levels + b"]" * levels
+
+
+def _misfiled() -> dict:
+    """A valid record of coat/user, as if copied into coat/item's folder."""
+    return make_record("coat", "user", False, 0, dict(GOOD_METRICS))
 
 
 def _good_record(**changes) -> dict:
@@ -121,7 +131,81 @@ CASES = [
     Case("train-recomputes-corrupt-record", TRAIN + WITHOUT, 0,
          "seed-00.json is corrupt (not UTF-8 text); recomputing it",
          setup=_record(b"\xff\xfe"), changes=True),
+    Case("record-nested-too-deep", ["report", "--dataset", "coat"], 3,
+         "(JSON nested 5000 levels deep, more than a record's 16): delete it",
+         setup=_record(_nested(5000))),
+    Case("export-record-nested-too-deep", ["export"], 3, "JSON nested 5000 levels deep",
+         setup=_record(_nested(5000))),
+    Case("check-record-nested-too-deep", ["check", "--dataset", "coat"], 3,
+         "JSON nested 5000 levels deep", setup=_record(_nested(5000))),
+    Case("train-recomputes-nested-record", TRAIN + WITHOUT, 0,
+         "seed-00.json is corrupt (JSON nested 5000 levels deep, more than a record's 16); "
+         "recomputing it", setup=_record(_nested(5000)), changes=True),
+    Case("record-metric-nan", ["report", "--dataset", "coat"], 3,
+         "(metric 'mae' is nan, not a finite number)",
+         setup=_record(_good_record(metrics={**GOOD_METRICS, "mae": float("nan")}))),
+    Case("export-record-param-infinite", ["export"], 3,
+         "(parameter 'lam' is inf, not a finite number)",
+         setup=_record(_good_record(params={"dim": 5, "lam": float("inf")}))),
+    Case("train-recomputes-nan-record", TRAIN + WITHOUT, 0,
+         "seed-00.json is corrupt (metric 'mae' is nan, not a finite number); recomputing it",
+         setup=_record(_good_record(metrics={**GOOD_METRICS, "mae": float("nan")})),
+         changes=True),
+    Case("record-trace-of-text", ["report", "--dataset", "coat"], 3,
+         "(a value of trace 'val_loss' is 'x', not a number or null)",
+         setup=_record(_good_record(trace={"val_loss": [1.0, "x"]}))),
+    Case("record-filed-under-another-configuration", ["report", "--dataset", "coat"], 3,
+         "(it is the record of runs/coat/user/published/seed-00.json, not of this folder)",
+         setup=_record(_misfiled())),
+    Case("train-recomputes-misfiled-record", TRAIN + WITHOUT, 0,
+         "seed-00.json is corrupt (it is the record of runs/coat/user/published/seed-00.json, "
+         "not of this folder); recomputing it", setup=_record(_misfiled()), changes=True),
     # --- 3. parameter files ---------------------------------------------------------------
+    Case("params-unknown-configuration", TRAIN + WITHOUT + PFILE, 2,
+         "unknown configuration 'itme' under 'coat' in parameter file {tmp}/params.yaml: give "
+         "[<method>/]<propensity>[-at], methods mf-ips,",
+         setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\n  itme: {dim: 5, lam: 0.1}\n")),
+    Case("params-unknown-hyperparameter", TRAIN + WITHOUT + PFILE, 2,
+         "unknown hyperparameter 'dimm': mf-ips takes dim, lam",
+         setup=_params("coat:\n  item: {dimm: 5, dim: 5, lam: 0.1}\n")),
+    Case("params-unknown-hyperparameter-at", TRAIN + WITH + PFILE, 2,
+         "unknown hyperparameter 'epsilonn': mf-ips with AT takes dim, lam, epsilon",
+         setup=_params("coat:\n  item-at: {dim: 5, lam: 0.1, epsilon: 0.1, epsilonn: 0.2}\n")),
+    Case("params-epsilon-without-at", TRAIN + WITHOUT + PFILE, 2,
+         "unknown hyperparameter 'epsilon' (AT's threshold: give it only with AT",
+         setup=_params("coat:\n  item: {dim: 5, lam: 0.1, epsilon: 0.1}\n")),
+    Case("params-unknown-dataset", TRAIN + WITHOUT + PFILE, 2,
+         "unknown dataset 'coatt' in parameter file {tmp}/params.yaml: give coat, yahoo, ml-100k",
+         setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\ncoatt:\n  item: {dim: 5, lam: 1}\n")),
+    Case("params-unknown-method-in-key", TRAIN + WITHOUT + PFILE, 2,
+         "unknown configuration 'caus/none'",
+         setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\n  caus/none: {dim: 5, lam: 1}\n")),
+    # --- 3b. addresses, paths and names ----------------------------------------------------
+    Case("scheduler-not-a-url", TRAIN + ["--scheduler", "not a url"], 2,
+         "--scheduler 'not a url' is not a Dask scheduler address (missing port number"),
+    Case("scheduler-http", TRAIN + ["--scheduler", "http://127.0.0.1:1"], 2,
+         "unknown address scheme 'http'"),
+    Case("scheduler-empty", TRAIN + ["--scheduler", ""], 2,
+         "--scheduler '' is not a Dask scheduler address (empty)"),
+    Case("scheduler-local-too-many", TRAIN + ["--scheduler", "local:100000"], 2,
+         "--scheduler local:100000: give local:N with 1 <= N <= "),
+    Case("scheduler-nothing-listens", TRAIN + ["--scheduler", "tcp://127.0.0.1:1"], 2,
+         "cannot reach a Dask scheduler at tcp://127.0.0.1:1 (Connection refused)"),
+    Case("export-output-in-missing-folder", ["export", "--output", "{tmp}/nope/dir/x.csv"], 2,
+         "--output {tmp}/nope/dir/x.csv: the folder {tmp}/nope/dir does not exist",
+         setup=_record(_good_record()), absent="{tmp}/nope"),
+    Case("export-output-under-a-file", ["export", "--output", "{tmp}/afile/x.csv"], 2,
+         "the folder {tmp}/afile is not a folder", setup=_file("afile", "x")),
+    Case("tune-storage-in-missing-folder", ["tune", "--propensity", "item", "--without-at",
+                                            "--trials", "1", "--storage",
+                                            "sqlite:///{tmp}/nope/dir/x.db"], 2,
+         "--storage {tmp}/nope/dir/x.db: the folder {tmp}/nope/dir does not exist",
+         absent="{tmp}/nope"),
+    Case("report-params-typo", ["report", "--params", "publishd"], 2,
+         "unknown parameter set 'publishd': give one of published, tuned, tuned-atrec, "
+         "reference, a parameter file that exists"),
+    Case("export-params-typo", ["export", "--params", "publishd"], 2,
+         "unknown parameter set 'publishd'"),
     Case("params-top-level-list", TRAIN + WITHOUT + PFILE, 2, "holds a list",
          setup=_params("- 1\n- 2\n")),
     Case("params-dataset-not-mapping", TRAIN + WITHOUT + PFILE, 2,
@@ -230,6 +314,8 @@ def test_bad_input(case: Case, coat_dir, tmp_path, monkeypatch):
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and errors[0] == result.stderr.strip(), result.stderr
     after = [_snapshot(f) for f in folders]
+    if case.absent:
+        assert not Path(fill(case.absent)).exists()
     if not case.changes:
         assert after == before
     else:  # the corrupt record was recomputed: valid now, and the data folder untouched
@@ -237,3 +323,41 @@ def test_bad_input(case: Case, coat_dir, tmp_path, monkeypatch):
 
         assert after[0] == before[0] and after[2] == before[2]
         load_record(record_path("coat", "item", "published", 0, results))
+
+
+def test_load_runs_names_a_record_nested_too_deep(tmp_path):
+    """The Python API reads records through the same validation: no RecursionError."""
+    import atrec
+    from atrec.experiments.records import RecordError
+
+    _record(_nested(5000))(tmp_path, tmp_path)
+    with pytest.raises(RecordError, match="JSON nested 5000 levels deep") as info:
+        atrec.load_runs(tmp_path)
+    assert info.value.path == record_path("coat", "item", "published", 0, tmp_path)
+
+
+@pytest.mark.parametrize("method, given, notice", [
+    ("cause", ["--propensity", "item"], "note: cause uses no propensity: --propensity item does "
+                                        "not apply to it (trained once, unweighted)"),
+    ("cause,damf", ["--propensity", "user,item"], "note: cause, damf use no propensity: "
+                                                  "--propensity user,item does not apply to them "
+                                                  "(trained once, unweighted)"),
+    ("cause", [], None),                        # the default (all) is no request
+    ("mf-ips", ["--propensity", "item"], None),
+])
+@pytest.mark.parametrize("command", ["train", "tune"])
+def test_propensity_given_to_a_method_that_uses_none_is_a_notice(method, given, notice, command,
+                                                                 coat_dir, tmp_path,
+                                                                 monkeypatch):
+    """A notice, not an error: '--method mf-ips,cause --propensity item' is a valid selection
+    in which the option applies to one method. The work itself is stubbed out: only the line
+    before it is tested here."""
+    from atrec import tuning
+    from atrec.experiments import training
+
+    monkeypatch.setattr(training, "train", lambda *a, **k: [])
+    monkeypatch.setattr(tuning, "tune", lambda *a, **k: [])
+    env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(tmp_path)}
+    result = CliRunner().invoke(main, [command, "--method", method, *given, "-q"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip() == (notice or ""), result.stderr
