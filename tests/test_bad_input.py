@@ -161,25 +161,23 @@ CASES = [
          "seed-00.json is corrupt (it is the record of runs/coat/user/published/seed-00.json, "
          "not of this folder); recomputing it", setup=_record(_misfiled()), changes=True),
     # --- 3. parameter files ---------------------------------------------------------------
-    Case("params-unknown-configuration", TRAIN + WITHOUT + PFILE, 2,
-         "unknown configuration 'itme' under 'coat' in parameter file {tmp}/params.yaml: give "
-         "[<method>/]<propensity>[-at], methods mf-ips,",
-         setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\n  itme: {dim: 5, lam: 0.1}\n")),
-    Case("params-unknown-hyperparameter", TRAIN + WITHOUT + PFILE, 2,
-         "unknown hyperparameter 'dimm': mf-ips takes dim, lam",
-         setup=_params("coat:\n  item: {dimm: 5, dim: 5, lam: 0.1}\n")),
-    Case("params-unknown-hyperparameter-at", TRAIN + WITH + PFILE, 2,
-         "unknown hyperparameter 'epsilonn': mf-ips with AT takes dim, lam, epsilon",
-         setup=_params("coat:\n  item-at: {dim: 5, lam: 0.1, epsilon: 0.1, epsilonn: 0.2}\n")),
-    Case("params-epsilon-without-at", TRAIN + WITHOUT + PFILE, 2,
-         "unknown hyperparameter 'epsilon' (AT's threshold: give it only with AT",
-         setup=_params("coat:\n  item: {dim: 5, lam: 0.1, epsilon: 0.1}\n")),
-    Case("params-unknown-dataset", TRAIN + WITHOUT + PFILE, 2,
-         "unknown dataset 'coatt' in parameter file {tmp}/params.yaml: give coat, yahoo, ml-100k",
-         setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\ncoatt:\n  item: {dim: 5, lam: 1}\n")),
-    Case("params-unknown-method-in-key", TRAIN + WITHOUT + PFILE, 2,
-         "unknown configuration 'caus/none'",
-         setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\n  caus/none: {dim: 5, lam: 1}\n")),
+    # a misspelt key anywhere in the file: one line naming it and the keys allowed there
+    *[Case(f"params-unknown-{what}", TRAIN + (WITH if "-at:" in text else WITHOUT) + PFILE, 2,
+           fragment, setup=_params("coat:\n  item: {dim: 5, lam: 0.1}\n" + text))
+      for what, text, fragment in [
+          ("configuration", "  itme: {dim: 5, lam: 0.1}\n",
+           ("unknown configuration 'itme' under 'coat' in parameter file {tmp}/params.yaml: give "
+            "[<method>/]<propensity>[-at], methods mf-ips,")),
+          ("method-in-key", "  caus/none: {dim: 5, lam: 1}\n", "unknown configuration 'caus/none'"),
+          ("dataset", "coatt:\n  item: {dim: 5, lam: 1}\n",
+           "unknown dataset 'coatt' in parameter file {tmp}/params.yaml: give coat, yahoo"),
+          ("hyperparameter", "  user: {dimm: 5, dim: 5, lam: 0.1}\n",
+           ("bad parameters for coat/user in {tmp}/params.yaml: unknown hyperparameter 'dimm': "
+            "mf-ips takes dim, lam")),
+          ("hyperparameter-at", "  item-at: {dim: 5, lam: 0.1, epsilon: 0.1, epsilonn: 0.2}\n",
+           "unknown hyperparameter 'epsilonn': mf-ips with AT takes dim, lam, epsilon"),
+          ("epsilon-without-at", "  user: {dim: 5, lam: 0.1, epsilon: 0.1}\n",
+           "unknown hyperparameter 'epsilon' (AT's threshold: give it only with AT")]],
     # --- 3b. addresses, paths and names ----------------------------------------------------
     Case("scheduler-not-a-url", TRAIN + ["--scheduler", "not a url"], 2,
          "--scheduler 'not a url' is not a Dask scheduler address (missing port number"),
@@ -337,11 +335,11 @@ def test_load_runs_names_a_record_nested_too_deep(tmp_path):
 
 
 @pytest.mark.parametrize("method, given, notice", [
-    ("cause", ["--propensity", "item"], "note: cause uses no propensity: --propensity item does "
-                                        "not apply to it (trained once, unweighted)"),
-    ("cause,damf", ["--propensity", "user,item"], "note: cause, damf use no propensity: "
-                                                  "--propensity user,item does not apply to them "
-                                                  "(trained once, unweighted)"),
+    ("cause", ["--propensity", "item"], ("note: cause uses no propensity: --propensity item "
+                                         "does not apply to it (trained once, unweighted)")),
+    ("cause,damf", ["--propensity", "user,item"], ("note: cause, damf use no propensity: "
+                                                   "--propensity user,item does not apply to "
+                                                   "them (trained once, unweighted)")),
     ("cause", [], None),                        # the default (all) is no request
     ("mf-ips", ["--propensity", "item"], None),
 ])

@@ -3,9 +3,10 @@ after zr-obp's ``test_all_estimators``): a method found through :data:`METHODS` 
 without writing any.
 
 For each method, without and (when its ``learner`` can serve as A1/A2) with asymmetric
-tri-training: the result's shapes, the same seed giving the same numbers bit for bit, seeds
-trained together giving what each seed gives alone, the record ``run_config`` writes, and
-hyperparameter checks that name the bad value. Small synthetic data and few steps keep it fast.
+tri-training: the result's shapes, the same seed giving the same numbers bit for bit, a seed's
+record the same bits whether it is trained with other seeds or alone (as ``atrec train`` trains
+them), fits of different widths agreeing to float32 rounding, the record ``run_config`` writes,
+and hyperparameter checks that name the bad value. Small synthetic data and few steps keep it fast.
 """
 
 import math
@@ -18,9 +19,8 @@ from atrec.experiments.inputs import stack_inputs
 from atrec.experiments.runner import RunSpec
 from atrec.methods.base import EPSILON, FitProblem, MethodResult
 from atrec.methods.registry import METHODS, get_method, record_method
-from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.names import NO_PROPENSITY
 from atrec.protocol import ATSettings, TrainSettings
-from atrec.registry import BUILT_IN
 from atrec.results.params import HyperParams
 from atrec.results.records import SCHEMA, load_record, record_path
 
@@ -162,74 +162,65 @@ def alone(small_mnar):
     return get
 
 
-# Known departures from "stacked equals alone", each a strict xfail so that a fix turns it into a
-# failure to remove. Training is R-dependent in the last bit at some embedding sizes: at dim 5 on
-# this data a few parameter elements of the stacked and the lone fits differ by an ulp after 30
-# steps (none at dims 3, 4, 10, 15), so the final scores differ (9 of 720 without AT, 12 with;
-# at most 3e-8, relative 7e-7), and AT's per-step means over the pseudo-labels
-# (``pseudo_loss``, ``discrepancy``: reduce_mean over each replica's row in atrec.learners.at)
-# differ by an ulp in 3 and 1 of 18 steps. MAE, MSE, best step and the validation trace agree
-# here; on Coat they do not always (determinism issue: eval_metrics' MAE at R * n >= ~32768).
-# The departures come from the shared training loops, so they apply to every method: strict for
-# MF-IPS, where they were measured (a fix must remove them), not strict for the other methods,
-# whose numbers may not show them (the DR variants' AT traces agree at some options, not others).
-DETERMINISM = "determinism issue: stacked and lone seeds differ in the last bit ({})"
-KNOWN = {
-    ("scores", False): "final parameters at dim 5",
-    ("scores", True): "final parameters at dim 5",
-    ("traces", True): "AT's pseudo_loss / discrepancy means",
-}
-# The same dim-5 departures of the final parameters reach the selected step's test MSE (an ulp)
-# for this built-in on this data: CausE inside AT. The float32-rounding bound below still holds
-# for it. (DAMF alone was here too until its stand-alone fit stepped a block at a time.)
-KNOWN_FOR = {
-    ("metrics", "cause", True): "the selected step's MSE at dim 5",
-}
-
-
-def _wide_vectors() -> bool:
-    """Whether this CPU has AVX-512, where the shared departures were measured (Intel Sapphire
-    Rapids). XLA compiles for the host's vector width, and on an AMD EPYC with AVX2 alone
-    (2026-11-25) MF-IPS's stacked and lone fits agree bit for bit in all three KNOWN checks,
-    so there they are expected to pass, not to fail."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
-    except OSError:
-        return True
-
-
-def _cases(check: str):
-    out = []
-    for p in CASES:
-        name, with_at = p.values
-        reason = KNOWN.get((check, with_at)) or KNOWN_FOR.get((check, name, with_at))
-        # strict where the departure was measured: MF-IPS's shared ones (on a CPU with AVX-512)
-        # and the per-method ones
-        strict = METHODS.entry(name).origin == BUILT_IN and (
-            (name == DEFAULT_METHOD and _wide_vectors()) or (check, name, with_at) in KNOWN_FOR)
-        out.append(pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(
-            strict=strict, reason=DETERMINISM.format(reason))] if reason else []))
+def _train(data, name: str, with_at: bool, seeds, root) -> dict:
+    """``{seed: record}`` as ``atrec train`` makes them: :func:`run_config` of ``seeds``, which
+    fits them in groups of the canonical width, each seed in its slot (``seed % width``) and
+    empty slots padded (:mod:`atrec.learners.layout`). The provenance (time, elapsed seconds)
+    is left out: it is the one part that differs between runs by design."""
+    params = HyperParams.from_values(small_params(METHODS.get(name), with_at))
+    spec = RunSpec(data.name, propensity_for(name), with_at, params, "published", tuple(seeds),
+                   SETTINGS, AT_SETTINGS if with_at else None, method=name)
+    assert run_config(data, spec, root).trained == list(seeds)
+    out = {}
+    for seed in seeds:
+        record = load_record(record_path(data.name, spec.key, spec.label, seed, root))
+        out[seed] = {k: v for k, v in record.items() if k != "provenance"}
     return out
 
 
-@pytest.mark.parametrize("name, with_at", _cases("metrics"))
-def test_seeds_trained_together_equal_seeds_trained_alone(name, with_at, stacked, alone):
-    assert_same(stacked(name, with_at), alone(name, with_at),
-                ("mae", "mse", "best_step", "best_val_loss", "selection_trace"))
+@pytest.fixture()
+def canonical_width(monkeypatch):
+    """The runner's canonical width (20 at this size) set to this module's stack of 3 seeds, so
+    that its fits have the shape of ``stacked``'s and reuse those compiled loops (a width-20 loop
+    per method and AT cost 4 minutes here; the width itself is tested in
+    tests/experiments/test_grouping_determinism.py). No memory bound either: this process holds
+    gigabytes of other tests' loops, and a release before each method's run would drop the loops
+    ``stacked`` compiled (2 minutes more); the bound is tested in tests/learners/test_compiled.py.
+    """
+    from atrec.learners import layout
+
+    monkeypatch.setattr(layout, "STACK", len(SEEDS))
+    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
 
 
-@pytest.mark.parametrize("name, with_at", _cases("traces"))
-def test_stacked_traces_equal_traces_alone(name, with_at, stacked, alone):
+@pytest.mark.parametrize("name, with_at", CASES)
+def test_a_seeds_record_is_the_same_bits_whichever_seeds_it_is_trained_with(
+        name, with_at, small_mnar, tmp_path, canonical_width):
+    """The README's promise, kept the way ``atrec train`` keeps it: seed s's record (metrics,
+    traces, everything but the provenance) is the same bits whether s is trained with the other
+    seeds (``--seeds 3``) or alone (``--seeds s``)."""
+    together = _train(small_mnar, name, with_at, SEEDS, tmp_path / "together")
+    for seed in SEEDS:
+        apart = _train(small_mnar, name, with_at, (seed,), tmp_path / f"seed-{seed}")
+        assert apart[seed] == together[seed], seed
+
+
+@pytest.mark.parametrize("name, with_at", CASES)
+def test_stacked_and_lone_fits_agree_to_float32_rounding(name, with_at, stacked, alone):
+    """Fits of different widths (``Method.fit`` of 3 seeds, and of each seed alone) agree to a
+    few ulps, not always to the bit: XLA compiles a loop per width, and on some CPUs (AVX-512)
+    how a width's vector loops split a reduction moves the last bit of a few parameters. That is
+    why the runner fits every seed at one canonical width in a fixed slot (the test above)
+    instead of at the width of the seeds asked for."""
     together, apart = stacked(name, with_at), alone(name, with_at)
-    assert together.traces.keys() == apart.traces.keys()
+    np.testing.assert_allclose(together.scores, apart.scores, rtol=1e-5, atol=1e-6)
+    for f in ("mae", "mse", "best_val_loss", "selection_trace"):
+        np.testing.assert_allclose(getattr(together, f), getattr(apart, f), rtol=1e-5,
+                                   err_msg=f)
     for key in together.traces:
-        np.testing.assert_array_equal(together.traces[key], apart.traces[key], err_msg=key)
-
-
-@pytest.mark.parametrize("name, with_at", _cases("scores"))
-def test_stacked_scores_equal_scores_alone(name, with_at, stacked, alone):
-    assert_same(stacked(name, with_at), alone(name, with_at), ("scores",))
+        np.testing.assert_allclose(np.nan_to_num(together.traces[key]),
+                                   np.nan_to_num(apart.traces[key]), rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
 
 
 # --- the record run_config writes --------------------------------------------------------------
@@ -240,17 +231,7 @@ METRIC_TYPES = {"mae": float, "mse": float, "ndcg3_paper": float, "ndcg3_standar
 
 @pytest.mark.parametrize("name, with_at", CASES)
 def test_run_config_writes_a_record_of_the_schema(name, with_at, small_mnar, stacked, tmp_path,
-                                                  monkeypatch):
-    # The runner's canonical width (20 at this size) set to this module's stack of 3 seeds, so
-    # its fit has the shape of ``stacked``'s and reuses that compiled loop; a width-20 loop per
-    # method and AT cost 4 minutes here. The width itself is tested in test_grouping_determinism.
-    # No memory bound either: this process holds gigabytes of other tests' loops, and a release
-    # before each method's run would drop the loops ``stacked`` compiled (2 minutes more); the
-    # bound is tested in tests/learners/test_compiled.py.
-    from atrec.learners import layout
-
-    monkeypatch.setattr(layout, "STACK", len(SEEDS))
-    monkeypatch.setenv("ATREC_MEMORY_BOUND_MB", "0")
+                                                  canonical_width):
     params = HyperParams.from_values(small_params(METHODS.get(name), with_at))
     spec = RunSpec(small_mnar.name, propensity_for(name), with_at, params, "published", SEEDS,
                    SETTINGS, AT_SETTINGS if with_at else None, method=name)
@@ -352,17 +333,3 @@ def test_registered_class_declares_the_contract(name):
     for dataset, configs in cls.reference_params.items():
         for key, values in configs.items():
             cls.check_params(values, with_at=key.endswith("-at"))
-
-
-@pytest.mark.parametrize("name, with_at", CASES)
-def test_stacked_and_lone_seeds_agree_to_float32_rounding(name, with_at, stacked, alone):
-    """What holds despite the known last-bit departures: scores and traces agree to a few ulps."""
-    together, apart = stacked(name, with_at), alone(name, with_at)
-    np.testing.assert_allclose(together.scores, apart.scores, rtol=1e-5, atol=1e-6)
-    for f in ("mae", "mse", "best_val_loss", "selection_trace"):
-        np.testing.assert_allclose(getattr(together, f), getattr(apart, f), rtol=1e-5,
-                                   err_msg=f)
-    for key in together.traces:
-        np.testing.assert_allclose(np.nan_to_num(together.traces[key]),
-                                   np.nan_to_num(apart.traces[key]), rtol=1e-5, atol=1e-6,
-                                   err_msg=key)
