@@ -5,8 +5,7 @@ without writing any.
 For each method, without and (when its ``learner`` can serve as A1/A2) with asymmetric
 tri-training: the result's shapes, the same seed giving the same numbers bit for bit, a seed's
 record the same bits whether it is trained with other seeds or alone (as ``atrec train`` trains
-them), fits of different widths agreeing to float32 rounding, the record ``run_config`` writes,
-and hyperparameter checks that name the bad value. Small synthetic data and few steps keep it fast.
+them), the record ``run_config`` writes, and hyperparameter checks that name the bad value. Small synthetic data and few steps keep it fast.
 """
 
 import math
@@ -140,28 +139,6 @@ def test_the_same_seeds_give_the_same_numbers(name, with_at, small_mnar, stacked
         np.testing.assert_array_equal(first.traces[key], again.traces[key], err_msg=key)
 
 
-def _alone(small_mnar, name, with_at) -> MethodResult:
-    """Each seed fitted on its own, concatenated along the replica axis."""
-    parts = [fit(small_mnar, name, with_at, (s,)) for s in SEEDS]
-    cat = lambda f, axis=0: np.concatenate([getattr(p, f) for p in parts], axis=axis)  # noqa: E731
-    return MethodResult(cat("mae"), cat("mse"), cat("best_step"), cat("best_val_loss"),
-                        cat("selection_trace", 1), cat("scores"),
-                        {key: np.concatenate([p.traces[key] for p in parts], axis=1)
-                         for key in parts[0].traces})
-
-
-@pytest.fixture(scope="module")
-def alone(small_mnar):
-    cache = {}
-
-    def get(name, with_at):
-        if (name, with_at) not in cache:
-            cache[name, with_at] = _alone(small_mnar, name, with_at)
-        return cache[name, with_at]
-
-    return get
-
-
 def _train(data, name: str, with_at: bool, seeds, root) -> dict:
     """``{seed: record}`` as ``atrec train`` makes them: :func:`run_config` of ``seeds``, which
     fits them in groups of the canonical width, each seed in its slot (``seed % width``) and
@@ -198,29 +175,18 @@ def test_a_seeds_record_is_the_same_bits_whichever_seeds_it_is_trained_with(
         name, with_at, small_mnar, tmp_path, canonical_width):
     """The README's promise, kept the way ``atrec train`` keeps it: seed s's record (metrics,
     traces, everything but the provenance) is the same bits whether s is trained with the other
-    seeds (``--seeds 3``) or alone (``--seeds s``)."""
+    seeds (``--seeds 3``) or alone (``--seeds s``, its slot's neighbours padded with copies).
+
+    This is also the stacking contract: a method whose replicas leaked into one another would
+    give s other numbers beside other seeds than beside copies of itself. Fits of different
+    widths (``Method.fit`` of 3 seeds, and of 1) are not compared bit for bit: XLA compiles a
+    loop per width, and on some CPUs (AVX-512) how a width's vector loops split a reduction
+    moves the last bit of a few parameters (an ulp at dim 5 here), which is why the runner fits
+    every seed at one canonical width in a fixed slot."""
     together = _train(small_mnar, name, with_at, SEEDS, tmp_path / "together")
     for seed in SEEDS:
         apart = _train(small_mnar, name, with_at, (seed,), tmp_path / f"seed-{seed}")
         assert apart[seed] == together[seed], seed
-
-
-@pytest.mark.parametrize("name, with_at", CASES)
-def test_stacked_and_lone_fits_agree_to_float32_rounding(name, with_at, stacked, alone):
-    """Fits of different widths (``Method.fit`` of 3 seeds, and of each seed alone) agree to a
-    few ulps, not always to the bit: XLA compiles a loop per width, and on some CPUs (AVX-512)
-    how a width's vector loops split a reduction moves the last bit of a few parameters. That is
-    why the runner fits every seed at one canonical width in a fixed slot (the test above)
-    instead of at the width of the seeds asked for."""
-    together, apart = stacked(name, with_at), alone(name, with_at)
-    np.testing.assert_allclose(together.scores, apart.scores, rtol=1e-5, atol=1e-6)
-    for f in ("mae", "mse", "best_val_loss", "selection_trace"):
-        np.testing.assert_allclose(getattr(together, f), getattr(apart, f), rtol=1e-5,
-                                   err_msg=f)
-    for key in together.traces:
-        np.testing.assert_allclose(np.nan_to_num(together.traces[key]),
-                                   np.nan_to_num(apart.traces[key]), rtol=1e-5, atol=1e-6,
-                                   err_msg=key)
 
 
 # --- the record run_config writes --------------------------------------------------------------
