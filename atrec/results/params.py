@@ -144,25 +144,34 @@ def load_param_table(source: str) -> tuple[dict, str]:
             raise AtrecError(
                 f"no tuned parameters at {path}: run 'atrec tune' first, or use --params published"
             )
-        return check_table(_read_yaml(path, "tuned parameter"), str(path)), f"tuned:{path}"
+        return read_tuned_file(path), f"tuned:{path}"
     path = Path(source)
     return check_table(_read_yaml(path, "parameter"), str(path)), f"file:{path.resolve()}"
 
 
-def check_table(table: dict, where: str) -> dict:
+def read_tuned_file(path: Path) -> dict:
+    """The table of a tuned parameter file. Written by 'atrec tune', which may tune any data
+    set it is given (a synthetic one, from Python): its configurations and hyperparameters are
+    checked (:func:`check_table`), its dataset names are not."""
+    return check_table(_read_yaml(path, "tuned parameter"), str(path), datasets=False)
+
+
+def check_table(table: dict, where: str, datasets: bool = True) -> dict:
     """``table`` (a user's parameter file) when every key in it is known; else one-line
     :class:`AtrecError` naming the key, where it is and the keys allowed there.
 
     Checked for the whole file when it is read, before any work starts: a misspelt dataset,
     configuration or hyperparameter (``itme:``, ``dimm:``) would otherwise be passed over and
     the run go on with other values or none. Every entry's values are checked too.
+    ``datasets=False`` leaves the top-level names unchecked.
     """
     from atrec.propensity.registry import PROPENSITIES
 
     for dataset, section in table.items():
         if dataset in TABLE_METADATA:
             continue
-        if dataset not in DATASETS and not _VARIANCE_DATASET.fullmatch(str(dataset)):
+        if datasets and dataset not in DATASETS and not _VARIANCE_DATASET.fullmatch(
+                str(dataset)):
             raise AtrecError(f"unknown dataset '{dataset}' in parameter file {where}: give "
                              f"{', '.join(DATASETS)} (or ml-100k-min<N> for 'atrec variance')")
         if not isinstance(section, dict):

@@ -12,7 +12,7 @@ from atrec.errors import AtrecError
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.propensity.registry import propensity_label
-from atrec.results.params import load_param_table, tuned_params_path
+from atrec.results.params import read_tuned_file, tuned_params_path
 from atrec.tuning.storage import file_lock
 from atrec.tuning.study import StudyOutcome
 
@@ -37,7 +37,7 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
     """
     path = Path(path) if path is not None else tuned_params_path()
     with file_lock(path.with_name(path.name + ".lock")):
-        table = load_param_table(str(path))[0] if path.exists() else {}
+        table = read_tuned_file(path) if path.exists() else {}
         for o in outcomes:
             if o.best_params is None:
                 continue
