@@ -326,7 +326,7 @@ def test_bad_input(case: Case, coat_dir, tmp_path, monkeypatch):
 def test_load_runs_names_a_record_nested_too_deep(tmp_path):
     """The Python API reads records through the same validation: no RecursionError."""
     import atrec
-    from atrec.experiments.records import RecordError
+    from atrec.results.records import RecordError
 
     _record(_nested(5000))(tmp_path, tmp_path)
     with pytest.raises(RecordError, match="JSON nested 5000 levels deep") as info:
@@ -350,11 +350,10 @@ def test_propensity_given_to_a_method_that_uses_none_is_a_notice(method, given, 
     """A notice, not an error: '--method mf-ips,cause --propensity item' is a valid selection
     in which the option applies to one method. The work itself is stubbed out: only the line
     before it is tested here."""
-    from atrec import tuning
-    from atrec.experiments import training
+    from atrec.cli import training
 
     monkeypatch.setattr(training, "train", lambda *a, **k: [])
-    monkeypatch.setattr(tuning, "tune", lambda *a, **k: [])
+    monkeypatch.setattr(training, "tune", lambda *a, **k: [])
     env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(tmp_path)}
     result = CliRunner().invoke(main, [command, "--method", method, *given, "-q"], env=env)
     assert result.exit_code == 0, result.output
