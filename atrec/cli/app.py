@@ -119,7 +119,7 @@ def propensity_notice(methods: list[str]) -> None:
     """One line when ``--propensity`` was given and a selected method uses none (CausE, DAMF):
     a notice rather than an error, because ``--method mf-ips,cause --propensity item`` is a
     valid selection in which the option applies to one method and not to the other."""
-    from click.core import ParameterSource   # click's own, loaded with click
+    from click.core import ParameterSource  # click's own, loaded with click
 
     ctx = click.get_current_context()
     if ctx.get_parameter_source("propensities") in (ParameterSource.DEFAULT, None):

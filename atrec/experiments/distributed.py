@@ -135,7 +135,7 @@ def _probe(distributed, address: str, scheduler: str) -> None:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         try:
             pool.submit(asyncio.run, handshake()).result()
-        except (OSError, asyncio.TimeoutError, distributed.comm.CommClosedError) as exc:
+        except (TimeoutError, OSError, distributed.comm.CommClosedError) as exc:
             why = f"no Dask handshake within {CONNECT_TIMEOUT_S} s" if isinstance(
                 exc, asyncio.TimeoutError) else exc
             raise _unreachable(scheduler, why) from None
