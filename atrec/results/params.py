@@ -85,7 +85,8 @@ _VARIANCE_DATASET = re.compile(r"ml-100k-min\d+")  # atrec.experiments.variance'
 # Keys beside the parameters: the datasets' neighbours at the top of a file (the shipped files
 # name their source) and what 'atrec tune' records beside each entry (atrec.tuning.export).
 TABLE_METADATA = ("source",)
-ENTRY_METADATA = ("study", "trials", "best_value", "best_trial", "storage", "updated")
+ENTRY_METADATA = ("study", "trials", "best_value", "best_trial", "storage", "updated",
+                  "reference_value")
 
 
 def tuned_params_path(protocol: str = DEFAULT_PROTOCOL) -> Path:
