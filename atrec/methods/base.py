@@ -300,6 +300,10 @@ class Method:
         Values its authors published: ``dataset -> "<name>/<propensity>[-at]" -> values``.
     reference : str
         Where the method comes from (paper, code).
+    serves_in_at : bool
+        True for a method whose :meth:`learner` can serve as A1 and A2 of asymmetric
+        tri-training (``--with-at``); False by default, True for every
+        :class:`~atrec.methods.learner_method.LearnerMethod`.
     """
 
     name: ClassVar[str]
@@ -310,6 +314,7 @@ class Method:
     uses_mcar: ClassVar[bool] = False
     reference_params: ClassVar[dict] = {}
     reference: ClassVar[str] = ""
+    serves_in_at: ClassVar[bool] = False
 
     def fit(self, problem: FitProblem, params: dict,
             settings: TrainSettings) -> MethodResult:  # pragma: no cover - abstract
@@ -343,7 +348,7 @@ class Method:
         builds them into its ``init`` from ``problem.train`` (arrays ``[R, n]``, replica ``k``
         = ``problem.seeds[k]``) and carries them in its parameter tuple with a zero gradient:
         Adam then leaves them unchanged, and the training loops slice them with the replicas
-        they run. ``None`` when a caller only asks whether the method can take those roles.
+        they run. A method that gives one declares ``serves_in_at = True``.
 
         Parameters
         ----------
@@ -441,3 +446,6 @@ def validate_method_class(cls: type) -> None:
                          f"'lam' (AT's A3 and the search space use them), got {names}")
     if cls.fit is Method.fit:
         raise ValueError(f"method class {cls.__name__} does not implement fit()")
+    if not isinstance(getattr(cls, "serves_in_at", None), bool):
+        raise ValueError(f"method class {cls.__name__}: 'serves_in_at' must be True or False, "
+                         f"got {getattr(cls, 'serves_in_at', None)!r}")

@@ -21,7 +21,8 @@ def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
                                                                         cls.uses_mcar)) if flag]
         methods.append({"method": entry.name, "label": cls.label,
                         "hyperparameters (search space)": space,
-                        "with AT adds": f"{EPSILON.name}: {EPSILON.describe()}",
+                        "with AT adds": (f"{EPSILON.name}: {EPSILON.describe()}"
+                                         if cls.serves_in_at else "- (cannot serve in AT)"),
                         "tuning budget": f"{TUNING_BUDGET} trials" + (
                             ", 1st = reference values" if cls.reference_params else ""),
                         "uses": ", ".join(uses) or "-", "origin": entry.origin,

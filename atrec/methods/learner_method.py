@@ -38,7 +38,10 @@ def stream_seeds(batch_seed: int | None, seeds) -> np.ndarray:
 
 
 class LearnerMethod(Method):
-    """Base class of methods given by :meth:`Method.learner` (module doc)."""
+    """Base class of methods given by :meth:`Method.learner` (module doc); the learner also
+    serves as A1 and A2 of asymmetric tri-training."""
+
+    serves_in_at = True
 
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
         """Train the learner on MF-IPS's schedule (:func:`atrec.learners.mf.fit`).

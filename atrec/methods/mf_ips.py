@@ -17,6 +17,7 @@ class MFIPS(Method):
     label = "MF-IPS"
     description = "matrix factorisation, inverse-propensity-weighted squared error (Saito 2020)"
     reference = "Schnabel et al., ICML 2016; the paper's base learner"
+    serves_in_at = True
 
     def fit(self, problem: FitProblem, params: dict, settings: TrainSettings) -> MethodResult:
         seeds = list(problem.seeds)

@@ -23,7 +23,7 @@ def fit_with_at(method: Method, problem: FitProblem, params: dict,
     The selection trace is A3's validation loss per pseudo-labelling step; ``traces`` holds
     every AT trace (:data:`atrec.learners.at.TRACE_NAMES`); ``scores`` are A3's final ones.
     """
-    learner = method.learner(params, problem)
+    learner = method.learner(params, problem) if method.serves_in_at else None
     if learner is None or learner.init is None:
         raise AtrecError(f"method '{method.name}' cannot serve as A1/A2 of asymmetric "
                          f"tri-training: drop --with-at for it")

@@ -1,15 +1,16 @@
 """An example atrec plug-in: MF with user-mean imputation of unobserved pairs (``mf-umi``).
 
 atrec finds :class:`MFUMI` through the entry point ``mf-umi`` of the group ``atrec.methods``
-(``pyproject.toml``). This module declares the method only and imports no TensorFlow, so
-listing methods stays cheap; the model is :mod:`atrec_example_umi.learner`, imported when a
-fit asks for the learner.
+(``pyproject.toml``). This module declares the method; the model is
+:mod:`atrec_example_umi.learner`, which takes TensorFlow from atrec (``from atrec.runtime import
+tf``): TensorFlow is then imported by the first fit, not by listing methods.
 """
 
 from __future__ import annotations
 
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter
 from atrec.methods.learner_method import LearnerMethod
+from atrec_example_umi.learner import make_learner, user_means
 
 __version__ = "0.1.0"
 
@@ -59,8 +60,6 @@ class MFUMI(LearnerMethod):
         Without ``problem`` the learner is returned for inspection, and its ``init`` raises
         ``ValueError``: the initial parameters need each replica's training split.
         """
-        from atrec_example_umi.learner import make_learner, user_means
-
         means = None if problem is None else user_means(
             problem.train["user"], problem.train["rating"], problem.num_users)
         return make_learner(means, params["gamma"])

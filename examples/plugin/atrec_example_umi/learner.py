@@ -26,15 +26,12 @@ the tuple, not in a closure, so trying another ``gamma`` reuses the compiled loo
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
-
-from atrec.learners import mf  # noqa: E402
-from atrec.learners.base import MF, Learner, StepContext, uniform_cells  # noqa: E402
+from atrec.learners import mf
+from atrec.learners.base import MF, Learner, StepContext, uniform_cells
+from atrec.runtime import tf  # TensorFlow through atrec: quiet, and imported on first use
 
 
 def user_means(users, ratings, num_users: int) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""mf-umi: hand-written gradients against autodiff, gamma = 0 is MF-IPS, user means by hand,
-short real fits (alone and with AT) that are finite and repeatable, registration."""
+"""mf-umi: atrec's method contract (one line: ``check_method``), hand-written gradients against
+autodiff, gamma = 0 is MF-IPS, user means by hand, short real fits (alone and with AT) that are
+finite and repeatable, registration."""
 
 from importlib import metadata
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from atrec_example_umi import MFUMI
 from atrec_example_umi import learner as umi
 
@@ -16,8 +16,16 @@ from atrec.learners.base import MF, SALT_FIT, StepContext, uniform_cells
 from atrec.methods.base import FitProblem
 from atrec.methods.tri_training import fit_with_at
 from atrec.protocol import ATSettings, TrainSettings
+from atrec.runtime import tf
+from atrec.testing import check_method
 
 NU, NI, DIM, B = 5, 4, 3, 7
+
+
+def test_keeps_atrecs_method_contract():
+    """Every check atrec makes of a method (shapes, determinism, stacking, the record, bad
+    hyperparameters, AT), as a plug-in author runs them: one line."""
+    check_method(MFUMI)
 
 
 def _tiny(gamma):
