@@ -2,8 +2,9 @@
 
 Each command parses options, calls one library function and formats its result. Library errors
 (:class:`atrec.errors.AtrecError`) become one line on standard error and a non-zero exit code;
-Ctrl-C exits with 130 after saying that a rerun resumes. Heavy imports (TensorFlow, Optuna) happen
-inside the commands, so ``atrec --help`` is instant.
+Ctrl-C exits with 130 after saying that a rerun resumes. The heavy packages (TensorFlow,
+Optuna, SciPy, matplotlib, pandas) are imported by the library calls that use them, so
+``atrec --help`` loads none of them. Exit codes: ``docs/configuration.md``.
 
 Shared vocabulary (the same option means the same thing everywhere): ``--dataset``,
 ``--propensity``, ``--with-at/--without-at``, ``--seeds``, ``--params``, ``--storage``,

@@ -33,12 +33,12 @@ def test_report_sections_and_json(root, tmp_path):
 
 
 def test_report_writes_figures_and_data_statistics(coat_gaps, tmp_path, monkeypatch):
-    import atrec.data.preprocess
+    import atrec.reporting.report
 
     rng = np.random.default_rng(0)
     train = Ratings.from_arrays(rng.integers(0, 4, 40), rng.integers(0, 5, 40), [1, 2, 3, 4, 5] * 8)
     test = Ratings.from_arrays(rng.integers(0, 4, 20), rng.integers(0, 5, 20), [1, 1, 2, 3] * 5)
-    monkeypatch.setattr(atrec.data.preprocess, "load_processed",
+    monkeypatch.setattr(atrec.reporting.report, "load_processed",
                         lambda name: RatingData(name, train, test, 4, 5, {}))
     out = report(root=coat_gaps, stats=True, expected_seeds=5, figures_dir=tmp_path)
     assert "Data statistics" in out.text

@@ -12,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import SHARED
 
+from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import TUNING_BUDGET
@@ -99,7 +100,7 @@ def test_cli_reproduce_passes_baselines(env, monkeypatch):
         seen.update(kwargs)
         return pipeline.PipelineResult(passed=True)
 
-    monkeypatch.setattr(pipeline, "reproduce", fake)
+    monkeypatch.setattr(cli_experiments, "reproduce", fake)   # what the command calls
     result = CliRunner().invoke(main, ["reproduce", "--baselines", "--no-variance"])
     assert result.exit_code == 0, result.output
     assert seen["baselines"] is True
