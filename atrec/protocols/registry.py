@@ -8,15 +8,14 @@ from pathlib import Path
 
 from atrec.names import DEFAULT_PROTOCOL
 from atrec.protocols.base import Protocol, validate_protocol_class
+from atrec.protocols.ijcai2022 import IJCAI2022
+from atrec.protocols.saito2020 import Saito2020
 from atrec.registry import Registry
 
 PROTOCOLS = Registry("protocol", "atrec.protocols", validate_protocol_class)
 
 
 def _builtins() -> None:
-    from atrec.protocols.ijcai2022 import IJCAI2022
-    from atrec.protocols.saito2020 import Saito2020
-
     PROTOCOLS.register(Saito2020)
     PROTOCOLS.register(IJCAI2022)
 
