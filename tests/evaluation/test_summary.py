@@ -116,6 +116,7 @@ def test_corrupt_record_file_is_reported_by_load_summary(tmp_path):
 
 def test_resolve_params_label_matches_the_training_label(tmp_path):
     path = tmp_path / "p.yaml"
+    path.write_text("coat: {}\n")
     assert resolve_params_label("published") == "published"
     assert resolve_params_label("tuned") == "tuned"
     assert resolve_params_label(str(path)) == params_label(f"file:{path.resolve()}")
