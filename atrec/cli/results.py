@@ -70,8 +70,9 @@ def _protocol_sets(protocol: str) -> str:
                    "--batch-seed per-seed (e.g. published+ips). With --table benchmark, several "
                    "comma-separated: each method from the first that has its results (default "
                    f"{DEFAULT_PARAMS}; --table paper: published).")
-@click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
-              help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=None,
+              help="Seeds of a complete cell; cells with fewer are reported with a warning. "
+                   "Default: the protocol's (saito2020: 20, ijcai2022: 10).")
 @protocol_option
 @friendly_errors
 def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, claims,
@@ -83,6 +84,7 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     paths of the figures written go to standard error.
     """
     root = protocol_root(protocol)
+    expected_seeds = expected_seeds or get_protocol(protocol.strip().lower()).seeds
     if root is not None and table == "paper":
         raise AtrecError(f"--table paper is the paper's Table 1 (protocol saito2020): use "
                          f"'atrec report --protocol {protocol} --table benchmark'")
@@ -93,7 +95,8 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
         out = benchmark_report(root=root, datasets=table_datasets(datasets),
                                params=params or default, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
-                               methods=expand_methods(methods) if methods else None)
+                               methods=expand_methods(methods) if methods else None,
+                               protocol=None if root is None else protocol.strip().lower())
         click.echo(out.text)
         echo_notes(out.notices)
         return
@@ -120,8 +123,9 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
                      "(default mf-ips, the paper's).")
 @click.option("--allow-missing", is_flag=True,
               help="Cells and claims without results do not fail the check.")
-@click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
-              help="Seeds of a complete cell; cells with fewer are reported with a warning.")
+@click.option("--expected-seeds", type=click.IntRange(1, MAX_SEEDS), default=None,
+              help="Seeds of a complete cell; cells with fewer are reported with a warning. "
+                   "Default: the protocol's (saito2020: 20, ijcai2022: 10).")
 @protocol_option
 @friendly_errors
 def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
@@ -136,7 +140,7 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
                          f"check holds saito2020's Table 1): use 'atrec report --protocol "
                          f"{protocol} --table benchmark'")
     result = check(None, table_datasets(datasets), params, allow_missing=allow_missing,
-                   expected_seeds=expected_seeds, method=one_method(methods))
+                   expected_seeds=expected_seeds or get_protocol(protocol).seeds, method=one_method(methods))
     click.echo(render_check(result, fmt))
     echo_notes(result.notices)
     if not result.passed:

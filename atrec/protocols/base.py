@@ -96,6 +96,8 @@ class Protocol:
     ranking_part: ClassVar[str] = "test_full"
     param_sets: ClassVar[tuple[str, ...]] = ()
     reference_params: ClassVar[dict] = {}
+    # the seeds of a complete cell of its tables (its paper's n; reports warn below it)
+    seeds: ClassVar[int] = 20
     # how each seed splits the data, in words (records and 'atrec methods')
     split_description: ClassVar[str] = ""
 

@@ -169,7 +169,8 @@ def _method_order(name: str) -> tuple:
 
 def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = None,
                    params: str = PUBLISHED, expected_seeds: int = EXPECTED_SEEDS,
-                   methods: Sequence[str] | None = None, ndcg: str = "both") -> Benchmark:
+                   methods: Sequence[str] | None = None, ndcg: str = "both",
+                   protocol: str | None = None) -> Benchmark:
     """Read the records under ``root`` and build the :class:`Benchmark` (see the module doc).
 
     ``params``: a parameter set, or several comma-separated (``published,tuned-atrec``): each
@@ -177,7 +178,8 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     the authors' values sits beside baselines tuned by atrec (each cell names its set). ``datasets`` default: those with
     results of any selected method. Raises
     :class:`AtrecError` for an unknown dataset or method, and (exit code 3) when no selected
-    dataset has results.
+    dataset has results. ``protocol``: a non-default protocol's name, for the commands the
+    notices suggest.
     """
     nd = ndcg_metrics(ndcg)
     unknown = [d for d in datasets or () if d not in DATASETS]
@@ -228,10 +230,10 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
                  for p in (propensities if m.uses_propensity else [NO_PROPENSITY]))
     tests = method_tests(summaries, rows, metrics, baseline=BASELINE)
     bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), ())
-    return replace(bench, notices=tuple(_notices(bench, chosen)))
+    return replace(bench, notices=tuple(_notices(bench, chosen, protocol)))
 
 
-def _notices(bench: Benchmark, chosen: list[str]) -> list[str]:
+def _notices(bench: Benchmark, chosen: list[str], protocol: str | None) -> list[str]:
     notes = []
     for m in chosen:
         notes += [f"{bench.info(m).label}: {w}" for w in bench.summaries[m].warnings]
@@ -244,7 +246,7 @@ def _notices(bench: Benchmark, chosen: list[str]) -> list[str]:
                     if any(bench.mean(d, m, p, at, k) is None for k in bench.metrics)]
             if gaps:
                 notes.append(f"no results for {dataset_label(dataset)} {info.label}: "
-                             f"{', '.join(gaps)} (run {train_hint(dataset, method=info.name)})")
+                             f"{', '.join(gaps)} (run {train_hint(dataset, method=info.name, protocol=protocol)})")
     if not bench.summaries[BASELINE].has_results():
         notes.append(f"no paired tests: no {_label(bench, BASELINE)} results of params "
                      f"'{bench.params}'")
@@ -394,7 +396,8 @@ def _legend(bench: Benchmark, fmt: str) -> str:
 def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = None,
                      params: str = PUBLISHED, fmt: str = "table", std: bool = False,
                      ndcg: str = "both", expected_seeds: int = EXPECTED_SEEDS,
-                     methods: Sequence[str] | None = None) -> ReportOutput:
+                     methods: Sequence[str] | None = None,
+                     protocol: str | None = None) -> ReportOutput:
     """The benchmark table and its paired tests in format ``fmt`` (module doc).
 
     Returns a :class:`~atrec.reporting.report.ReportOutput` (no figures); its notices (missing
@@ -404,7 +407,7 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
     """
     if fmt not in FORMATS:
         raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
-    bench = load_benchmark(root, datasets, params, expected_seeds, methods, ndcg)
+    bench = load_benchmark(root, datasets, params, expected_seeds, methods, ndcg, protocol)
     if fmt == "json":
         return ReportOutput(json.dumps(benchmark_json(bench), indent=1), (), bench.notices)
     rows, columns = benchmark_rows(bench, fmt, std, ndcg)

@@ -37,9 +37,11 @@ def signed(value: float, digits: int) -> str:
 
 
 def train_hint(dataset: str, propensity: str | None = None, with_at: bool | None = None,
-               method: str | None = None) -> str:
-    """The command that produces missing results."""
-    parts = ["atrec train", f"--dataset {dataset}"]
+               method: str | None = None, protocol: str | None = None) -> str:
+    """The command that produces missing results (``protocol``: a non-default protocol's
+    name, given as ``--protocol``)."""
+    parts = ["atrec train"] + ([f"--protocol {protocol}"] if protocol else []) + [
+        f"--dataset {dataset}"]
     if method is not None:
         parts.append(f"--method {method}")
     if propensity is not None:

@@ -12,6 +12,7 @@ from atrec.protocol import ATSettings, TrainSettings
 from atrec.protocols import Protocol, get_protocol, protocol_names
 from atrec.protocols.base import Schedule, validate_protocol_class
 from atrec.protocols.ijcai2022 import mcar_slice_mask
+from atrec.reporting.common import train_hint
 from atrec.results.params import get_params
 
 
@@ -149,3 +150,15 @@ def test_schedule_on_a_tiny_case_selects_the_lowest_criterion(tiny_data, tmp_pat
     a, b = (json.loads(p.read_text()) for p in paths)
     assert a["protocol"]["n_train"] == b["protocol"]["n_train"]
     assert a["metrics"]["mse"] != b["metrics"]["mse"]
+
+
+def test_a_complete_cell_has_the_seeds_its_protocols_paper_reports():
+    # the IJCAI 2022 code reports mean and SD over 10 runs; saito2020's tables 20 seeds
+    assert get_protocol("ijcai2022").seeds == 10
+    assert get_protocol("saito2020").seeds == 20
+
+
+def test_the_hint_for_missing_results_names_a_non_default_protocol():
+    assert (train_hint("coat", method="damf", protocol="ijcai2022")
+            == "atrec train --protocol ijcai2022 --dataset coat --method damf")
+    assert train_hint("coat", method="damf") == "atrec train --dataset coat --method damf"
