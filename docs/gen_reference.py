@@ -29,6 +29,7 @@ from atrec.methods.base import EPSILON, Method
 from atrec.methods.registry import METHODS
 from atrec.propensity.registry import PROPENSITIES
 from atrec.registry import BUILT_IN
+from atrec.results.params import ENTRY_METADATA
 
 HERE = Path(__file__).resolve().parent
 MEASURED_CSV = HERE / "data" / "coat_measured.csv"
@@ -189,7 +190,7 @@ def _doc_sections(cls: type) -> list[str]:
 
 def _values(values: dict) -> str:
     return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-                     for k, v in sorted(values.items()) if k not in ("best_value", "trials"))
+                     for k, v in sorted(values.items()) if k not in ENTRY_METADATA)
 
 
 def _measured_table(rows: list[dict], first: str) -> str:
