@@ -25,7 +25,7 @@ from atrec.limits import MAX_SEEDS
 from atrec.methods.catalogue import catalogue_rows
 from atrec.paths import require_writable
 from atrec.protocols import get_protocol
-from atrec.reporting.benchmark import benchmark_report
+from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.check import check, render_check
 from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.report import report

@@ -1,7 +1,8 @@
 """The benchmark table: every method x propensity, without and with AT, and tests against MF-IPS.
 
-:func:`benchmark_report` (``atrec report --table benchmark``) reads the records of one parameter
-set and writes two tables (docs: ../shared/BASELINES.md, "How the baselines are reported"):
+:func:`load_benchmark` reads the records of one parameter set into a :class:`Benchmark`, which
+:mod:`atrec.reporting.benchmark_render` writes as two tables (``atrec report --table
+benchmark``; docs: ../shared/BASELINES.md, "How the baselines are reported"):
 
 * the benchmark: rows dataset x method x propensity (datasets in the paper's order, then others;
   methods and propensities in registry order, MF-IPS first; a method that uses no propensity has
@@ -24,8 +25,6 @@ one side of a paired test has are reported as notices.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,28 +47,14 @@ from atrec.propensity.registry import (
     propensity_order,
     table1_propensities,
 )
-from atrec.protocol import TUNING_BUDGET
 from atrec.reporting.common import (
-    DIGITS,
-    LOWER_IS_BETTER,
-    METRIC_LABELS,
-    at_column_groups,
     better_pair,
-    column_name,
     config_label,
     dataset_label,
-    heading,
-    json_safe,
-    marker_name,
-    metric_label,
     ndcg_metrics,
-    signed,
     train_hint,
 )
-from atrec.reporting.latex import latex_escape
-from atrec.reporting.report import ReportOutput, no_results_error
-from atrec.reporting.table1 import cell_text, seeds_text
-from atrec.reporting.tables import FORMATS, render
+from atrec.reporting.report import no_results_error
 from atrec.results.params import PUBLISHED, params_budget
 from atrec.results.records import iter_records, record_label
 
@@ -109,7 +94,7 @@ class Benchmark:
 
     def uses_mcar(self, method: str, propensity: str) -> bool:
         """Whether a row reads MCAR labels (through its propensity or its method)."""
-        return self.info(method).uses_mcar or _propensity_uses_mcar(propensity)
+        return self.info(method).uses_mcar or propensity_uses_mcar(propensity)
 
     def mean(self, dataset: str, method: str, propensity: str, with_at: bool,
              metric: str) -> float | None:
@@ -146,7 +131,8 @@ def row_sources(bench: Benchmark, dataset: str, method: str, propensity: str,
                  for v in (sets, budgets))
 
 
-def _propensity_uses_mcar(name: str) -> bool:
+def propensity_uses_mcar(name: str) -> bool:
+    """Whether propensity ``name`` reads MCAR labels (False for one the registry lacks)."""
     try:
         return bool(PROPENSITIES.get(name).uses_mcar)
     except AtrecError:
@@ -248,7 +234,7 @@ def _notices(bench: Benchmark, chosen: list[str], protocol: str | None) -> list[
                 notes.append(f"no results for {dataset_label(dataset)} {info.label}: "
                              f"{', '.join(gaps)} (run {train_hint(dataset, method=info.name, protocol=protocol)})")
     if not bench.summaries[BASELINE].has_results():
-        notes.append(f"no paired tests: no {_label(bench, BASELINE)} results of params "
+        notes.append(f"no paired tests: no {label_of(bench, BASELINE)} results of params "
                      f"'{bench.params}'")
     dropped = {}
     for t in bench.tests:
@@ -256,170 +242,18 @@ def _notices(bench: Benchmark, chosen: list[str], protocol: str | None) -> list[
             key = (t.dataset, t.method, t.propensity, t.baseline_propensity, t.with_at)
             dropped.setdefault(key, set()).update(t.dropped)
     for (dataset, method, prop, base_prop, at), seeds in dropped.items():
-        notes.append(f"paired test of {_label(bench, method)} against "
-                     f"{_label(bench, BASELINE)} on {config_label(dataset, prop, at)}"
-                     f"{'' if prop == base_prop else f' ({_label(bench, BASELINE)} {base_prop})'}"
+        notes.append(f"paired test of {label_of(bench, method)} against "
+                     f"{label_of(bench, BASELINE)} on {config_label(dataset, prop, at)}"
+                     f"{'' if prop == base_prop else f' ({label_of(bench, BASELINE)} {base_prop})'}"
                      f": seed"
                      f"{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))} "
                      f"only on one side, left out")
     return notes
 
 
-def _label(bench: Benchmark, method: str) -> str:
+def label_of(bench: Benchmark, method: str) -> str:
+    """The label of ``method`` in ``bench`` (its registered label, or its name)."""
     try:
         return bench.info(method).label
     except StopIteration:
         return _method_info(method, set()).label
-
-
-def _text_label(text: str, mcar: bool, fmt: str) -> str:
-    if fmt == "latex":
-        return latex_escape(text) + ("$^\\dagger$" if mcar else "")
-    return text + (MCAR_MARK if mcar else "")
-
-
-def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
-                   ndcg: str = "both") -> tuple[list[dict], list[str]]:
-    """Rows and columns of the benchmark table in a text format (``json``: see
-    :func:`benchmark_json`)."""
-    rows, tables = [], {}
-    for dataset, method, propensity in bench.rows:
-        info = bench.info(method)
-        prop_mcar = _propensity_uses_mcar(propensity)
-        params, budget = row_sources(bench, dataset, method, propensity, tables)
-        prop_text = ("---" if fmt == "latex" else "—") if propensity == NO_PROPENSITY else \
-            propensity_label(propensity)
-        row = {"data": _text_label(dataset_label(dataset), False, fmt),
-               "method": _text_label(info.label, info.uses_mcar, fmt),
-               "propensity": _text_label(prop_text, prop_mcar, fmt),
-               "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
-        for metric in bench.metrics:
-            for at in AT_OPTIONS:
-                cell = bench.summaries[method].cell(dataset, propensity, at, metric)
-                row[column_name(metric, at, ndcg)] = cell_text(
-                    bench.mean(dataset, method, propensity, at, metric),
-                    cell.sd if cell is not None else None,
-                    bench.best(dataset, method, propensity, at, metric), None, metric, fmt, std,
-                    False)
-        rows.append(row)
-    columns = ["data", "method", "propensity", "params", "budget",
-               *(column_name(m, at, ndcg) for m in bench.metrics for at in AT_OPTIONS)]
-    return rows, columns
-
-
-def _p_text(value: float) -> str:
-    return "-" if not math.isfinite(value) else f"{value:.3g}"
-
-
-def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both") -> list[dict]:
-    """The paired-test table in a text format: one row per comparison, in table order."""
-    rows = []
-    base = _label(bench, BASELINE)
-    for t in bench.tests:
-        info = bench.info(t.method)
-        prop = "---" if fmt == "latex" else "—"
-        if t.propensity != NO_PROPENSITY:
-            prop = propensity_label(t.propensity)
-        rows.append({
-            "data": _text_label(dataset_label(t.dataset), False, fmt),
-            "method": _text_label(info.label, info.uses_mcar, fmt),
-            "propensity": _text_label(prop, _propensity_uses_mcar(t.propensity), fmt),
-            "AT": "w/" if t.with_at else "w/o", "metric": metric_label(t.metric, ndcg),
-            "n": str(t.n), f"diff (method - {base})": signed(t.mean_diff, DIGITS[t.metric]),
-            "p (t)": _p_text(t.t_p), "p (Wilcoxon)": _p_text(t.w_p),
-            "p Holm (t)": _p_text(t.t_p_holm), "p Holm (Wilcoxon)": _p_text(t.w_p_holm),
-            "sig (t)": "*" if t.t_significant else "",
-            "sig (Wilcoxon)": "*" if t.w_significant else "",
-        })
-    return rows
-
-
-def benchmark_json(bench: Benchmark) -> dict:
-    """The benchmark as nested, machine-readable data (non-finite numbers as ``None``)."""
-    rows, tables = [], {}
-    for dataset, method, propensity in bench.rows:
-        params, budget = row_sources(bench, dataset, method, propensity, tables)
-        cells = {}
-        for metric in bench.metrics:
-            cells[metric] = {}
-            for at in AT_OPTIONS:
-                cell = bench.summaries[method].cell(dataset, propensity, at, metric)
-                cells[metric]["with_at" if at else "without"] = {
-                    "mean": bench.mean(dataset, method, propensity, at, metric),
-                    "sd": cell.sd if cell is not None else None,
-                    "n": cell.n if cell is not None else 0,
-                    "seeds": list(cell.seeds) if cell is not None else [],
-                    "best": bench.best(dataset, method, propensity, at, metric)}
-        rows.append({"dataset": dataset, "method": method, "propensity": propensity,
-                     "uses_mcar": bench.uses_mcar(method, propensity), "params": params,
-                     "budget": budget, "cells": cells})
-    tests = [{"dataset": t.dataset, "method": t.method, "propensity": t.propensity,
-              "baseline": BASELINE, "baseline_propensity": t.baseline_propensity,
-              "with_at": t.with_at, "metric": t.metric, "n": t.n,
-              "mean_method": t.mean_method, "mean_baseline": t.mean_baseline,
-              "mean_diff": t.mean_diff, "method_better": t.method_better,
-              "t": {"statistic": t.t_stat, "p": t.t_p, "p_holm": t.t_p_holm,
-                    "significant": t.t_significant},
-              "wilcoxon": {"statistic": t.w_stat, "p": t.w_p, "p_holm": t.w_p_holm,
-                           "significant": t.w_significant},
-              "dropped_seeds": list(t.dropped)} for t in bench.tests]
-    methods = [{"name": m.name, "label": m.label, "uses_propensity": m.uses_propensity,
-                "uses_mcar": m.uses_mcar, "registered": m.registered} for m in bench.methods]
-    return json_safe({"table": "benchmark", "params": bench.params,
-                      "datasets": list(bench.datasets), "baseline": BASELINE,
-                      "metrics": list(bench.metrics), "methods": methods, "rows": rows,
-                      "tests": tests})
-
-
-def _directions(metrics) -> str:
-    """``lower MAE/MSE, higher nDCG@3``: which way is better, for the metrics shown."""
-    lower = [METRIC_LABELS[m] for m in metrics if LOWER_IS_BETTER[m]]
-    higher = list(dict.fromkeys(METRIC_LABELS[m].split(" (")[0] for m in metrics
-                                if not LOWER_IS_BETTER[m]))
-    return ", ".join(part for part in (f"lower {'/'.join(lower)}" if lower else "",
-                                       f"higher {'/'.join(higher)}" if higher else "") if part)
-
-
-def _legend(bench: Benchmark, fmt: str) -> str:
-    ns = [c.n for m in bench.summaries for c in bench.summaries[m].cells.values()
-          if m in {i.name for i in bench.methods}] or [0]
-    dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
-    text = (f"Means over {seeds_text(ns)} seeds (params: {bench.params}, each row's in its "
-            f"params column; budget: trials per tuning study of atrec's protocol, the same "
-            f"{TUNING_BUDGET} for every method unless the row says otherwise, or 'authors' "
-            f"for values as their authors published them); {marker_name(fmt)} "
-            f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
-            f"{dagger} uses MCAR labels (propensity or method); - means no results.")
-    return f"% {text}" if fmt == "latex" else text
-
-
-def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = None,
-                     params: str = PUBLISHED, fmt: str = "table", std: bool = False,
-                     ndcg: str = "both", expected_seeds: int = EXPECTED_SEEDS,
-                     methods: Sequence[str] | None = None,
-                     protocol: str | None = None) -> ReportOutput:
-    """The benchmark table and its paired tests in format ``fmt`` (module doc).
-
-    Returns a :class:`~atrec.reporting.report.ReportOutput` (no figures); its notices (missing
-    cells, missing seeds, seeds dropped from a paired test) belong on standard error. Raises
-    :class:`AtrecError` for a bad option, an unknown dataset or method, and (exit code 3) when
-    there are no results.
-    """
-    if fmt not in FORMATS:
-        raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
-    bench = load_benchmark(root, datasets, params, expected_seeds, methods, ndcg, protocol)
-    if fmt == "json":
-        return ReportOutput(json.dumps(benchmark_json(bench), indent=1), (), bench.notices)
-    rows, columns = benchmark_rows(bench, fmt, std, ndcg)
-    body = render(rows, fmt, columns, numparse=False, block="data",
-                  groups=at_column_groups(bench.metrics, ndcg))
-    if fmt != "csv":
-        body += "\n" + _legend(bench, fmt)
-    parts = [f"{heading('Benchmark: methods x propensities', fmt)}\n{body}"]
-    sig = paired_rows(bench, fmt, ndcg)
-    title = (f"Paired tests vs {_label(bench, BASELINE)} at the same propensity "
-             f"(* = p < 0.05 after Holm over the table)")
-    parts.append(f"{heading(title, fmt)}\n"
-                 + (render(sig, fmt, list(sig[0]), numparse=False) if sig
-                    else "(nothing to show)"))
-    return ReportOutput("\n\n".join(parts), (), bench.notices)

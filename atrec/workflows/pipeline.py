@@ -40,7 +40,7 @@ from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.paths import data_dir, results_dir
 from atrec.propensity.registry import table1_propensities
 from atrec.protocol import PAPER_TRIALS, TUNING_BUDGET
-from atrec.reporting.benchmark import benchmark_report
+from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.check import check, render_check
 from atrec.reporting.report import report
 from atrec.results.params import TUNED, TUNED_ATREC, load_param_table, tuned_params_path

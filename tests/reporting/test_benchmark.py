@@ -28,7 +28,8 @@ from atrec.evaluation.significance import holm
 from atrec.methods.base import Method
 from atrec.methods.registry import METHODS, record_method
 from atrec.names import config_key
-from atrec.reporting.benchmark import benchmark_report, load_benchmark
+from atrec.reporting.benchmark import load_benchmark
+from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.tables import FORMATS
 from atrec.results.records import record_path, save_record
 
