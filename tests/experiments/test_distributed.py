@@ -161,7 +161,7 @@ def test_cli_train_with_scheduler_writes_the_records(cluster, local_runs, tmp_pa
                                        "--seeds", "3", "--scheduler", cluster.scheduler_address,
                                        "--format", "csv", "-q"])
     assert result.exit_code == 0, result.output
-    assert "coat,mf-ips,item,without,3" in result.output
+    assert "coat,mf-ips,item,without,published,authors,3" in result.output
     _assert_equal_runs(_by_run(tmp_path), {r: v for r, v in local_runs.items() if r[0] == "item"})
 
 
