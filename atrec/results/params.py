@@ -27,10 +27,11 @@ TUNED_ATREC = "tuned-atrec"
 REFERENCE = "reference"
 SHIPPED_FILES = {PUBLISHED: "published_params.yaml", TUNED_ATREC: "tuned_atrec_params.yaml"}
 NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
-# The sets every command tries, in this order, when --params is not given: the paper's authors'
-# MF-IPS values, then the baselines tuned by atrec, then their own authors' values, then the
-# user's tuning. Each configuration takes its values from the first set that has them.
-DEFAULT_CHAIN = (PUBLISHED, TUNED_ATREC, REFERENCE, TUNED)
+# The sets every command tries, in this order, when --params is not given: the default protocol's
+# (saito2020: the paper's authors' MF-IPS values, then the baselines tuned by atrec, then their
+# own authors' values, then the user's tuning). Each configuration takes its values from the
+# first set that has them. A protocol's sets have one home: its ``param_sets``.
+DEFAULT_CHAIN = get_protocol(DEFAULT_PROTOCOL).param_sets
 DEFAULT_PARAMS = ",".join(DEFAULT_CHAIN)
 # What each named set holds, in a few words (``--params``'s help and its error messages).
 SET_HELP = {
