@@ -105,14 +105,15 @@ def _ranking_inputs(users, ratings, scores, what: str):
     return users, ratings, scores
 
 
-def _ranked(users: np.ndarray, ratings: np.ndarray,
-            key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ranked(users: np.ndarray, ratings: np.ndarray, key: np.ndarray,
+            later_first: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each user's test rows ranked by ``key`` descending, ties towards the later row (the
-    order ``argsort()[::-1]`` leaves them in). Returns ``(ratings, rank, group)`` in that
+    order ``argsort()[::-1]`` leaves them in), or with ``later_first=False`` in test-row order
+    (a stable sort of ``-key``). Returns ``(ratings, rank, group)`` in that
     order, shape ``(n,)`` each: the true rating, the 0-based rank within the user, and the
     user's group number (0, 1, ... in increasing user id)."""
     position = np.arange(users.size)
-    order = np.lexsort((-position, -key, users))
+    order = np.lexsort((-position if later_first else position, -key, users))
     sorted_users = users[order]
     starts = np.r_[0, np.flatnonzero(sorted_users[1:] != sorted_users[:-1]) + 1]
     group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, users.size]))

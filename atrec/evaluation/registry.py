@@ -7,7 +7,12 @@ A :class:`Metric` is a named, validated object. Its ``kind`` says where its valu
   (MSE, MAE); the compiled training loops compute it, :attr:`Metric.compute` is the same
   definition on plain arrays (tests, plug-ins);
 - ``ranking``: a per-user ranking metric computed after training from the model's ranking
-  scores (final parameters) on the test part the protocol names.
+  scores (final parameters) on the test part the protocol names;
+- ``scored``: a metric over all test rows pooled, computed after training from the same scores
+  (the binary protocols' AUC and log loss, on predicted probabilities).
+
+:data:`BINARY_REFERENCE_METRICS` and :data:`BINARY_CLEAN_METRICS` name the binary protocols'
+metrics (:mod:`atrec.evaluation.binary_metrics`).
 
 A protocol (:mod:`atrec.protocols`) names its metrics; reports, the benchmark table, the paired
 tests and the export show whatever registered metrics the records carry, in registry order.
@@ -24,11 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from atrec.evaluation import binary_metrics as bm
 from atrec.evaluation import metrics as m
 from atrec.names import LOWER_IS_BETTER, METRIC_LABELS
 from atrec.registry import Registry
 
-KINDS = ("selected", "ranking")
+KINDS = ("selected", "ranking", "scored")
+AFTER_TRAINING = ("ranking", "scored")   # the kinds ranking_values computes from final scores
 METRIC_NAME = re.compile(r"[a-z][a-z0-9_]*")   # record keys: ndcg3_paper
 
 
@@ -37,7 +44,7 @@ class Metric:
     """One metric: ``name`` (its key in records), ``label`` (its column), ``lower_is_better``,
     ``kind`` (module doc), ``digits`` shown in tables and ``compute(users, ratings, values)``
     with arrays ``(n,)`` (``values``: predictions for ``selected``, ranking scores for
-    ``ranking``) returning a float."""
+    ``ranking`` and ``scored``) returning a float."""
 
     name: str
     label: str
@@ -93,11 +100,44 @@ BUILT_IN = (
            "the IJCAI 2022 code's rating-weighted Recall@5"),
 )
 
+# the binary protocols' top-K metrics: {record key: (top_k_values key, label, formula, who counts)}
+_ALL = "mean over all test users (the ICDE 2024 code's convention)"
+_POS = "mean over the users with a positive test item only"
+_F1 = "F1@5 = 2 / (1/P + 1/R) from the means P of {} and R of {} (0 when either is 0)"
+BINARY_TOP_K = {
+    "ndcg5_ref": ("ndcg_ref", "nDCG@5 (ref)", "nDCG@5 on 0/1 labels",
+                  "a user without a positive test item counts as 1; " + _ALL),
+    "recall5_ref": ("recall_ref", "Recall@5 (ref)", "Recall@5 = hits / max(1, #positives)",
+                    "a user without a positive test item counts 0; " + _ALL),
+    "precision5": ("precision", "Precision@5 (ref)", "Precision@5 = hits / 5", _ALL),
+    "f1_5_ref": ("f1_ref", "F1@5 (ref)", _F1.format("precision5", "recall5_ref"), _ALL),
+    "ndcg5": ("ndcg", "nDCG@5", "nDCG@5 on 0/1 labels", _POS),
+    "recall5": ("recall", "Recall@5", "Recall@5 = hits / #positives", _POS),
+    "precision5_std": ("precision_std", "Precision@5", "Precision@5 = hits / 5", _POS),
+    "f1_5": ("f1", "F1@5", _F1.format("precision5_std", "recall5"), _POS),
+}
+BINARY_REFERENCE_METRICS = ("mae", "mse", "logloss", "auc", "ndcg5_ref", "recall5_ref",
+                            "precision5", "f1_5_ref")
+BINARY_CLEAN_METRICS = BINARY_REFERENCE_METRICS + ("ndcg5", "recall5", "precision5_std", "f1_5")
+
+BINARY = (
+    Metric("logloss", "Log loss", True, "scored", bm.log_loss, 4,
+           "mean binary cross-entropy of the predicted probability, clipped to"
+           f" [{bm.LOG_LOSS_CLIP:g}, 1 - {bm.LOG_LOSS_CLIP:g}]"),
+    Metric("auc", "AUC", False, "scored", bm.global_auc, 4,
+           "global AUC over all test rows pooled, ties counting 1/2 (scikit-learn's"
+           " roc_auc_score); NaN when the test labels are all one class"),
+    *(Metric(name, label, False, "ranking",
+             functools.partial(bm.top_k_metric, key=key, k=bm.BINARY_K), 4,
+             f"{formula}, top {bm.BINARY_K} by probability with ties in test-row order; {who}")
+      for name, (key, label, formula, who) in BINARY_TOP_K.items()),
+)
+
 METRICS = Registry("metric", "atrec.metrics", _validate, pattern=METRIC_NAME)
 
 
 def _builtins() -> None:
-    for metric in BUILT_IN:
+    for metric in BUILT_IN + BINARY:
         METRICS.register(metric)
 
 
@@ -132,10 +172,12 @@ def metrics_in(records: Iterable[dict]) -> tuple[str, ...]:
 
 def ranking_values(names: Iterable[str], users: np.ndarray, ratings: np.ndarray,
                    scores: np.ndarray) -> dict[str, float]:
-    """``{name: value}`` of the ranking metrics ``names`` for one model's ``scores`` ``(n,)``.
+    """``{name: value}`` of the ``ranking`` and ``scored`` metrics ``names`` for one model's
+    ``scores`` ``(n,)``, in the order of ``names``.
 
     The Saito 2020 nDCG@3 pair is computed together (one sort for both, bit for bit what the
-    records held before metrics were registered); any other metric by its ``compute``.
+    records held before metrics were registered), so are the binary top-K metrics (one sort);
+    any other metric by its ``compute``.
     """
     names = list(names)
     out: dict[str, float] = {}
@@ -143,13 +185,17 @@ def ranking_values(names: Iterable[str], users: np.ndarray, ratings: np.ndarray,
     if pair:
         both = m.ndcg_variants(users, ratings, scores, 3, tuple(n.split("_")[1] for n in pair))
         out.update({n: both[n.split("_")[1]] for n in pair})
+    top = [n for n in names if n in BINARY_TOP_K]
+    if top:
+        values = bm.top_k_values(users, ratings, scores, bm.BINARY_K)
+        out.update({n: values[BINARY_TOP_K[n][0]] for n in top})
     for name in names:
         if name not in out:
             metric = get_metric(name)
-            if metric.kind != "ranking":
-                raise ValueError(f"metric {name!r} is not a ranking metric")
+            if metric.kind not in AFTER_TRAINING:
+                raise ValueError(f"metric {name!r} is not computed from the final scores")
             out[name] = float(metric.compute(users, ratings, scores))
-    return out
+    return {name: out[name] for name in names}   # in the order asked
 
 
 class MetricField(Mapping):
