@@ -12,7 +12,7 @@ import click
 
 from atrec._version import __version__
 from atrec.errors import AtrecError
-from atrec.methods.registry import METHODS
+from atrec.methods.registry import method_class, registry_for
 from atrec.names import TABLE_DATASETS, expand
 from atrec.propensity.registry import (
     PROPENSITIES,
@@ -95,9 +95,10 @@ def methods_option(default: str | None = "mf-ips", help: str = METHOD_HELP):
                         help=help)
 
 
-def expand_methods(values) -> list[str]:
-    """``--method`` values as registered method names (``all`` = every registered one)."""
-    return METHODS.expand(values)
+def expand_methods(values, protocol: str | None = None) -> list[str]:
+    """``--method`` values as registered method names (``all`` = every registered one) of the
+    methods ``protocol`` runs (a binary protocol's are its own)."""
+    return registry_for(protocol).expand(values)
 
 
 def one_method(values) -> str:
@@ -115,7 +116,7 @@ def echo_notes(notes, prefix: str = "note") -> None:
 
 
 
-def propensity_notice(methods: list[str]) -> None:
+def propensity_notice(methods: list[str], protocol: str | None = None) -> None:
     """One line when ``--propensity`` was given and a selected method uses none (CausE, DAMF):
     a notice rather than an error, because ``--method mf-ips,cause --propensity item`` is a
     valid selection in which the option applies to one method and not to the other."""
@@ -124,7 +125,7 @@ def propensity_notice(methods: list[str]) -> None:
     ctx = click.get_current_context()
     if ctx.get_parameter_source("propensities") in (ParameterSource.DEFAULT, None):
         return
-    unused = [m for m in methods if not METHODS.get(m).uses_propensity]
+    unused = [m for m in methods if not method_class(m, protocol).uses_propensity]
     if unused:
         given = ",".join(ctx.params["propensities"])
         click.echo(f"note: {', '.join(unused)} use{'s' if len(unused) == 1 else ''} no "

@@ -95,7 +95,7 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
         out = benchmark_report(root=root, datasets=table_datasets(datasets),
                                params=params or default, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
-                               methods=expand_methods(methods) if methods else None,
+                               methods=expand_methods(methods, protocol.strip().lower()) if methods else None,
                                protocol=None if root is None else protocol.strip().lower())
         click.echo(out.text)
         echo_notes(out.notices)

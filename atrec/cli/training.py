@@ -39,7 +39,9 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
                    batch_seed, loss, download, protocol, **_output_and_scheduler):
     chosen = get_protocol(check_protocol(protocol))
     at_options = [False, True] if with_at == without_at else [with_at]
-    propensity_notice(expand_methods(methods))
+    propensity_notice(expand_methods(methods, chosen.name), chosen.name)
+    if chosen.view == "binary" and not (with_at or without_at):
+        at_options = [False]   # a binary protocol trains methods alone unless --with-at asks
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
         propensities=expand_propensities(propensities),
@@ -47,7 +49,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
         params=params or (DEFAULT_PARAMS if chosen.name == DEFAULT_PROTOCOL
                           else chosen.param_sets[0]), force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
-        download=download, methods=expand_methods(methods), protocol=chosen.name)
+        download=download, methods=expand_methods(methods, chosen.name), protocol=chosen.name)
 
 
 def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
@@ -113,13 +115,16 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at
     """
-    propensity_notice(expand_methods(methods))
+    protocol = check_protocol(protocol)
+    propensity_notice(expand_methods(methods, protocol), protocol)
+    binary = get_protocol(protocol).view == "binary"
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
-        at_options=(False, True) if with_at == without_at else (with_at,),
+        at_options=((False,) if binary and not (with_at or without_at) else
+                    (False, True) if with_at == without_at else (with_at,)),
         trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(expand_methods(methods)), protocol=check_protocol(protocol))
+        methods=tuple(expand_methods(methods, protocol)), protocol=protocol)
     require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:

@@ -11,8 +11,9 @@ A :class:`Metric` is a named, validated object. Its ``kind`` says where its valu
 - ``scored``: a metric over all test rows pooled, computed after training from the same scores
   (the binary protocols' AUC and log loss, on predicted probabilities).
 
-:data:`BINARY_REFERENCE_METRICS` and :data:`BINARY_CLEAN_METRICS` name the binary protocols'
-metrics (:mod:`atrec.evaluation.binary_metrics`).
+:data:`BINARY_REFERENCE_METRICS` and :data:`BINARY_CLEAN_METRICS` (their home is
+:mod:`atrec.protocols.binary`, re-exported here) name the binary protocols' metrics
+(:mod:`atrec.evaluation.binary_metrics`).
 
 A protocol (:mod:`atrec.protocols`) names its metrics; reports, the benchmark table, the paired
 tests and the export show whatever registered metrics the records carry, in registry order.
@@ -32,6 +33,10 @@ import numpy as np
 from atrec.evaluation import binary_metrics as bm
 from atrec.evaluation import metrics as m
 from atrec.names import LOWER_IS_BETTER, METRIC_LABELS
+from atrec.protocols.binary import (  # noqa: F401  (re-exported)
+    BINARY_CLEAN_METRICS,
+    BINARY_REFERENCE_METRICS,
+)
 from atrec.registry import Registry
 
 KINDS = ("selected", "ranking", "scored")
@@ -116,9 +121,6 @@ BINARY_TOP_K = {
     "precision5_std": ("precision_std", "Precision@5", "Precision@5 = hits / 5", _POS),
     "f1_5": ("f1", "F1@5", _F1.format("precision5_std", "recall5"), _POS),
 }
-BINARY_REFERENCE_METRICS = ("mae", "mse", "logloss", "auc", "ndcg5_ref", "recall5_ref",
-                            "precision5", "f1_5_ref")
-BINARY_CLEAN_METRICS = BINARY_REFERENCE_METRICS + ("ndcg5", "recall5", "precision5_std", "f1_5")
 
 BINARY = (
     Metric("logloss", "Log loss", True, "scored", bm.log_loss, 4,

@@ -51,7 +51,8 @@ class TrainRequest:
     def configurations(self, dataset: str | None = None) -> list[tuple[str, str, bool]]:
         """``(method, propensity, with_at)`` in training order (:func:`configurations`), for
         ``dataset`` when given (estimators that do not apply to it left out)."""
-        return configurations(self.methods, self.propensities, self.at_options, dataset)
+        return configurations(self.methods, self.propensities, self.at_options, dataset,
+                              self.protocol)
 
 
 def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData, list[ConfigPlan]]]:

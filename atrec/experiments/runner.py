@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from atrec.data.ratings import RatingData
-from atrec.evaluation.registry import get_metric, ranking_values
+from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
 from atrec.learners import layout
@@ -78,7 +78,9 @@ class RunSpec:
     def variant(self) -> str:
         """How the protocol settings deviate from the authors' (``""``, ``+ips``, ...)."""
         settings = self.at_settings if self.with_at and self.at_settings else self.settings
-        return variant_suffix(settings.loss, settings.batch_seed) if settings else ""
+        if not settings or not hasattr(settings, "loss"):   # binary protocols' EpochSettings
+            return ""
+        return variant_suffix(settings.loss, settings.batch_seed)
 
     @property
     def label(self) -> str:
@@ -103,7 +105,7 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
          inputs: Inputs) -> tuple[MethodResult, dict]:
     """Train the seeds of one group with the spec's method (and AT); returns the result and the
     protocol settings it ran under (a dict for the records)."""
-    method = get_method(spec.method)
+    method = get_method(spec.method, spec.protocol)
     full = ranking_part(spec, inputs.splits[0])
     problem = FitProblem(data.num_users, data.num_items, tuple(seeds), inputs.train, inputs.val,
                          inputs.test, {"user": full.user, "item": full.item,
@@ -146,11 +148,11 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
              result: MethodResult, settings: dict, elapsed: float) -> list[dict]:
     protocol = get_protocol(spec.protocol)
     full = ranking_part(spec, inputs.splits[0])
-    ranked = [m for m in protocol.metrics if get_metric(m).kind == "ranking"]
+    ranked = [m for m in protocol.metrics if get_metric(m).kind in AFTER_TRAINING]
     out = []
     for k, seed in enumerate(seeds):
         metrics = {"mae": float(result.mae[k]), "mse": float(result.mse[k]),
-                   **ranking_values(ranked, full.user, full.rating, result.scores[k]),
+                   **_finite(ranking_values(ranked, full.user, full.rating, result.scores[k])),
                    "best_step": int(result.best_step[k]),
                    "best_val_loss": float(result.best_val_loss[k])}
         record = {
@@ -173,12 +175,26 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
         if result.traces:
-            record["trace"] = {name: np.asarray(v)[:, k].tolist()
+            record["trace"] = {name: _trace(np.asarray(v)[:, k], protocol.view)
                                for name, v in result.traces.items()}
         else:
             record["val_loss_trace"] = np.asarray(result.selection_trace)[:, k].tolist()
         out.append(record)
     return out
+
+
+def _finite(values: dict) -> dict:
+    """Metric values for a record: NaN (an AUC over one class, a standard top-K metric with no
+    user holding a positive) is stored as null, which records allow for a metric."""
+    return {k: (None if v != v else v) for k, v in values.items()}
+
+
+def _trace(values: np.ndarray, view: str) -> list:
+    """A trace for a record: under a binary protocol the epochs a replica ran (NaN after it
+    stopped is dropped); as it is otherwise."""
+    if view == "binary":
+        values = values[~np.isnan(values)]
+    return values.tolist()
 
 
 def group_seeds(data: RatingData, dim: int, seeds: list[int]) -> list[tuple[int, ...]]:

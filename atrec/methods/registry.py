@@ -13,8 +13,10 @@ from atrec.methods.cause import CausE
 from atrec.methods.damf import DAMF
 from atrec.methods.ijcai_dr import IJCAIDR
 from atrec.methods.mf_ips import MFIPS
-from atrec.names import DEFAULT_METHOD, NO_PROPENSITY
+from atrec.methods.binary.registry import BINARY_METHODS
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, NO_PROPENSITY
 from atrec.propensity.registry import applies_to
+from atrec.protocols import get_protocol
 from atrec.registry import Registry
 
 AT_SUFFIX = "+at"
@@ -40,13 +42,29 @@ def register_method(cls: type) -> type:
     return METHODS.register(cls)
 
 
-def get_method(name: str) -> Method:
+def registry_for(protocol: str | None = None) -> Registry:
+    """The methods a protocol runs: :data:`METHODS` for the 1-5 star protocols,
+    :data:`~atrec.methods.binary.registry.BINARY_METHODS` for the binary ones (their view)."""
+    if protocol in (None, DEFAULT_PROTOCOL):
+        return METHODS
+    return BINARY_METHODS if get_protocol(protocol).view == "binary" else METHODS
+
+
+def method_class(name: str, protocol: str | None = None) -> type:
+    """The class registered as ``name`` for ``protocol`` (:func:`registry_for`)."""
+    return registry_for(protocol).get(name)
+
+
+def get_method(name: str, protocol: str | None = None) -> Method:
     """An instance of a registered method.
 
     Parameters
     ----------
     name : str
         The ``--method`` value (``mf-ips``).
+    protocol : str, optional
+        The protocol it runs under: a binary protocol's methods are their own
+        (:func:`registry_for`).
 
     Returns
     -------
@@ -57,12 +75,12 @@ def get_method(name: str) -> Method:
     AtrecError
         For an unknown name, in one line listing the choices.
     """
-    return METHODS.get(name)()
+    return registry_for(protocol).get(name)()
 
 
-def method_names() -> tuple[str, ...]:
-    """Every registered method's name, built-in first."""
-    return METHODS.names()
+def method_names(protocol: str | None = None) -> tuple[str, ...]:
+    """Every registered method's name for ``protocol``, built-in first."""
+    return registry_for(protocol).names()
 
 
 def record_method(method: str, with_at: bool) -> str:
@@ -77,8 +95,8 @@ def base_method(record: dict) -> str:
     return value[:-len(AT_SUFFIX)] if value.endswith(AT_SUFFIX) else value
 
 
-def configurations(methods, propensities, at_options,
-                   dataset: str | None = None) -> list[tuple[str, str, bool]]:
+def configurations(methods, propensities, at_options, dataset: str | None = None,
+                   protocol: str | None = None) -> list[tuple[str, str, bool]]:
     """``(method, propensity, with_at)`` in run order: per method, the selected propensities
     (one slot, :data:`~atrec.names.NO_PROPENSITY`, for a method that uses none), each with the
     selected AT options. Shared by ``atrec train`` and ``atrec tune``.
@@ -94,7 +112,7 @@ def configurations(methods, propensities, at_options,
                          f"which datasets each supports)")
     out = []
     for name in methods:
-        uses = METHODS.get(name).uses_propensity
+        uses = method_class(name, protocol).uses_propensity
         for propensity in (usable if uses else [NO_PROPENSITY]):
             out.extend((name, propensity, a) for a in at_options)
     return out

@@ -33,8 +33,8 @@ from atrec.names import DEFAULT_PROTOCOL
 from atrec.paths import results_dir
 from atrec.protocol import BIAS_INITS, ATSettings, TrainSettings
 
-VIEWS = ("stars",)
-SCHEDULE_KINDS = ("steps",)
+VIEWS = ("stars", "binary")   # 1-5 ratings as they are; labels y = 1{rating >= 3}
+SCHEDULE_KINDS = ("steps", "epochs")
 RANKING_PARTS = ("test", "test_full")
 PROTOCOLS_FOLDER = "protocols"
 
@@ -44,7 +44,9 @@ class Schedule:
     """How a method trains under a protocol and the defaults it starts from.
 
     ``kind``: ``steps`` (a fixed number of steps, the reported step the one of lowest
-    validation criterion, first on ties); ``steps``, ``batch_size`` (drawn with replacement),
+    validation criterion, first on ties) or ``epochs`` (the binary protocols' epochs of
+    shuffled full batches, :mod:`atrec.learners.epochs`; ``steps`` is then the cap on epochs and
+    a method's parameters give its batch size and learning rate); ``steps``, ``batch_size`` (drawn with replacement),
     ``learning_rate``, ``adam_epsilon`` (added to ``sqrt(v)`` as TensorFlow 1 does),
     ``bias_init`` (:data:`atrec.protocol.BIAS_INITS`; tables are Glorot-uniform), ``l2``
     (``whole-table``: ``lam * sum of l2`` over every row of every table, every step) and
@@ -77,6 +79,9 @@ class Schedule:
 
     def describe(self) -> str:
         """``2500 steps of 2048, lr 0.01, zero biases, Adam eps 1e-08, whole-table L2``."""
+        if self.kind == "epochs":
+            return (f"epochs of shuffled full batches (up to {self.steps}), PyTorch's Adam, "
+                    f"per-method batch size, learning rate and weight decay")
         return (f"{self.steps} steps of {self.batch_size}, lr {self.learning_rate:g}, "
                 f"{self.bias_init} biases, Adam eps {self.adam_epsilon:g}, {self.l2} L2")
 

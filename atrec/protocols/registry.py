@@ -1,4 +1,5 @@
-"""The registry of protocols: the built-ins (``saito2020``, the default, and ``ijcai2022``) and
+"""The registry of protocols: the built-ins (``saito2020``, the default, ``ijcai2022``,
+``binary-icde24`` and ``binary-clean``) and
 any installed package's (entry-point group ``atrec.protocols``; see :mod:`atrec.registry`).
 ``--protocol`` choices and ``atrec methods``' protocol table come from here."""
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from atrec.names import DEFAULT_PROTOCOL
 from atrec.protocols.base import Protocol, validate_protocol_class
+from atrec.protocols.binary import BinaryClean, BinaryICDE24
 from atrec.protocols.ijcai2022 import IJCAI2022
 from atrec.protocols.saito2020 import Saito2020
 from atrec.registry import Registry
@@ -18,6 +20,8 @@ PROTOCOLS = Registry("protocol", "atrec.protocols", validate_protocol_class)
 def _builtins() -> None:
     PROTOCOLS.register(Saito2020)
     PROTOCOLS.register(IJCAI2022)
+    PROTOCOLS.register(BinaryICDE24)
+    PROTOCOLS.register(BinaryClean)
 
 
 PROTOCOLS.builtins(_builtins)

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from atrec.errors import AtrecError
-from atrec.methods.registry import DEFAULT_METHOD, METHODS
+from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class
 from atrec.names import DATASETS, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol, results_root
@@ -194,7 +194,7 @@ def check_table(table: dict, where: str, datasets: bool = True) -> dict:
 
 
 def lookup(table: dict, dataset: str, key: str, source_label: str,
-           method: str = DEFAULT_METHOD) -> HyperParams:
+           method: str = DEFAULT_METHOD, protocol: str | None = None) -> HyperParams:
     """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table, validated against
     ``method``'s hyperparameters (types, finiteness, ranges); a bad value is one line naming
     the key, the value and the allowed range."""
@@ -211,15 +211,17 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
     if not isinstance(entry, dict):
         raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: the entry must "
                          f"map names to numbers (dim, lam, ...), got {entry!r:.60}; fix the file")
-    return HyperParams.from_values(check_entry(entry, dataset, key, source_label, method))
+    return HyperParams.from_values(check_entry(entry, dataset, key, source_label, method,
+                                               protocol))
 
 
-def check_entry(entry: dict, dataset: str, key: str, where: str, method: str) -> dict:
+def check_entry(entry: dict, dataset: str, key: str, where: str, method: str,
+                protocol: str | None = None) -> dict:
     """The parameters of one entry validated by ``method`` (names, types, ranges), without what
     'atrec tune' records beside them; a bad one is one line naming the entry and the file."""
     values = {k: v for k, v in entry.items() if k not in ENTRY_METADATA}
     try:
-        return METHODS.get(method).check_params(values, with_at=key.endswith("-at"))
+        return method_class(method, protocol).check_params(values, with_at=key.endswith("-at"))
     except (TypeError, ValueError) as exc:
         raise AtrecError(f"bad parameters for {dataset}/{key} in {where}: {exc}; fix the "
                          f"file or tune again") from None
@@ -316,7 +318,9 @@ def _protocol_params(source: str, dataset: str, key: str, method: str,
         table, label = _read_yaml(path, "tuned parameter"), f"tuned:{path}"
     else:
         table, label = proto.reference_params, source
-    return lookup(table, dataset, key, label, method), label
+        if key not in (table.get(dataset) or {}):   # values the method ships for this protocol
+            table = method_class(method, protocol).reference_params
+    return lookup(table, dataset, key, label, method, protocol), label
 
 
 AUTHORS_BUDGET = "authors"   # the budget shown for values as their authors published them

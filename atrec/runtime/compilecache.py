@@ -277,13 +277,15 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _describe(value) -> str:
-    """What identifies an argument: shape and dtype for arrays and tensors, the value's repr
-    (without memory addresses) otherwise."""
+    """What identifies an argument: shape and dtype for arrays and tensors (also inside tuples,
+    lists and dicts), the value's repr (without memory addresses) otherwise."""
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
         return f"{dtype}{list(shape)}"
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(_describe(v) for v in value) + ")"
+    if isinstance(value, dict):   # a stage's parameters and constants by name (epochs.py)
+        return "{" + ",".join(f"{k}:{_describe(v)}" for k, v in sorted(value.items())) + "}"
     return _ADDRESS.sub("", repr(value))
 
 

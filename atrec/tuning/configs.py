@@ -17,7 +17,7 @@ from pathlib import Path
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
-from atrec.methods.registry import METHODS, configurations
+from atrec.methods.registry import configurations, method_class
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.protocols import get_protocol
@@ -89,13 +89,13 @@ OBJECTIVE_NOTE = "min validation loss, split seed 12345"
 
 def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
                 at_settings=None, objective: str = OBJECTIVE_NOTE,
-                method: str = DEFAULT_METHOD) -> dict:
+                method: str = DEFAULT_METHOD, protocol: str | None = None) -> dict:
     """What a study measures (stored with it; see ``attrs`` of :func:`run_study`). MF-IPS's
     attributes name no method, as they did before methods were named, so its studies resume."""
     attrs = {"dataset": dataset, "propensity": propensity, "with_at": with_at,
              "objective": objective,
              "settings": settings_dict(settings, at_settings, with_at),
-             "search_space": SearchSpace.for_method(method).as_dict(),
+             "search_space": SearchSpace.for_method(method, protocol).as_dict(),
              "sampler_seed": SAMPLER_SEED, "data": dict(checksums)}
     if method != DEFAULT_METHOD:
         attrs["method"] = method
@@ -103,13 +103,13 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
 
 
 def reference_start(dataset: str, propensity: str, with_at: bool,
-                    method: str = DEFAULT_METHOD) -> dict | None:
+                    method: str = DEFAULT_METHOD, protocol: str | None = None) -> dict | None:
     """The first trial of a study: the method's ``reference`` values for this configuration
     (:attr:`~atrec.methods.base.Method.reference_params`), so tuning is never worse on the
     objective than its authors' values; with AT and no values of their own, those of the same
     configuration without AT (``epsilon`` then sampled). ``None`` where the method has none
     (MF-IPS: PROTOCOL.md's tuning starts from the sampler alone)."""
-    table = METHODS.get(method).reference_params.get(dataset) or {}
+    table = method_class(method, protocol).reference_params.get(dataset) or {}
     values = table.get(config_key(propensity, with_at, method))
     if values is None and with_at:
         values = table.get(config_key(propensity, False, method))
@@ -138,13 +138,14 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
         objective = make_objective(data, propensity, with_at, settings, at_settings, method,
                                    protocol)
     attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
-                        objective_note, method)
+                        objective_note, method, protocol)
     if protocol != DEFAULT_PROTOCOL:
         attrs["protocol"] = protocol
     name = study_name(study_prefix, data.name, propensity, with_at, method)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
-                        progress=progress, space=SearchSpace.for_method(method), notice=notice,
-                        first_trial=reference_start(data.name, propensity, with_at, method))
+                        progress=progress, space=SearchSpace.for_method(method, protocol),
+                        notice=notice, first_trial=reference_start(data.name, propensity, with_at,
+                                                                   method, protocol))
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
     outcome.method = method
     export_best([outcome], export_path)
@@ -177,7 +178,7 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     for data in datasets:
         family = None
         configs = configurations(request.methods, request.propensities, request.at_options,
-                                 data.name)
+                                 data.name, proto.name)
         for method, propensity, with_at in compiled.in_families(configs, lambda c: (c[0], c[2])):
             if family is not None and (method, with_at) != family:
                 compiled.retire()      # the previous family's studies are done

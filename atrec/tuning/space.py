@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atrec.methods.base import EPSILON
-from atrec.methods.registry import METHODS
+from atrec.methods.registry import method_class
 from atrec.names import DEFAULT_METHOD
 from atrec.results.params import HyperParams
 
@@ -26,10 +26,10 @@ class SearchSpace:
     extra: tuple = ()   # a method's own hyperparameters (atrec.methods.base.Hyperparameter)
 
     @classmethod
-    def for_method(cls, method: str = DEFAULT_METHOD) -> "SearchSpace":
+    def for_method(cls, method: str = DEFAULT_METHOD, protocol: str | None = None) -> "SearchSpace":
         """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
         hyperparameters, and AT's ``epsilon``; MF-IPS's is PROTOCOL.md's."""
-        method_cls = METHODS.get(method)
+        method_cls = method_class(method, protocol)
         dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
         return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,
                    EPSILON.low, EPSILON.high,

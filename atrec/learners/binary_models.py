@@ -1,0 +1,88 @@
+"""The models of the binary reference code, stacked over replicas: matrix factorisation without
+biases, the NCF propensity model, and their initialisation (PROTOCOLS.md section 2).
+
+- MF: ``logit = <W_u, H_i>``, probability ``sigmoid(logit)``; PyTorch's ``nn.Embedding``
+  default makes every entry N(0, 1), not scaled by ``k``;
+- NCF propensity: ``sigmoid(a . [W_u ; H_i] + b)``, a logistic model on the concatenated
+  embeddings, ``(a, b)`` with ``nn.Linear``'s default init, uniform in ``+-1/sqrt(2k)``.
+
+Each replica draws from its own generator, keyed by its seed and a salt per model, so a seed's
+models do not depend on which seeds share its call. Parameters are dicts of float32 arrays
+``[R, ...]``; a model's names carry a prefix (``pred_``, ``imp_``, ``prop_``) so several live in
+one dict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from atrec.runtime import tf
+
+SALTS = {"pred": 11, "imp": 23, "prop": 37, "extra": 41}
+
+
+def _rng(seed: int, salt: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64([int(seed), salt]))
+
+
+def normal_tables(seeds, prefix: str, num_users: int, num_items: int, dim: int,
+                  salt: int | None = None) -> dict:
+    """``{prefix_W: [R, nu, k], prefix_H: [R, ni, k]}``, every entry N(0, 1)."""
+    salt = SALTS.get(prefix, 0) if salt is None else salt
+    users, items = [], []
+    for s in seeds:
+        g = _rng(s, salt)
+        users.append(g.standard_normal((num_users, dim), dtype=np.float32))
+        items.append(g.standard_normal((num_items, dim), dtype=np.float32))
+    return {f"{prefix}_W": np.stack(users), f"{prefix}_H": np.stack(items)}
+
+
+def linear(seeds, prefix: str, fan_in: int, fan_out: int = 1, salt: int | None = None) -> dict:
+    """``{prefix_a: [R, fan_in(, fan_out)], prefix_b: [R(, fan_out)]}`` uniform in
+    ``+-1/sqrt(fan_in)`` (``nn.Linear``'s default); ``fan_out == 1`` drops that axis."""
+    salt = SALTS.get(prefix, 0) + 1000 if salt is None else salt
+    bound = 1.0 / np.sqrt(fan_in)
+    a, b = [], []
+    for s in seeds:
+        g = _rng(s, salt)
+        a.append(g.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        b.append(g.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+    a, b = np.stack(a), np.stack(b)
+    if fan_out == 1:
+        return {f"{prefix}_a": a[..., 0], f"{prefix}_b": b[..., 0]}
+    return {f"{prefix}_a": a, f"{prefix}_b": b}
+
+
+def ncf_params(seeds, num_users: int, num_items: int, dim: int) -> dict:
+    """The NCF propensity model's embeddings and linear layer, prefix ``prop``."""
+    return {**normal_tables(seeds, "prop", num_users, num_items, dim),
+            **linear(seeds, "prop", 2 * dim)}
+
+
+def rows(table, index):
+    """``table[r, index[r]]`` per replica: ``[R, n, k]`` for index ``[R, n]``."""
+    return tf.gather(table, index, batch_dims=1)
+
+
+def mf_logit(params: dict, prefix: str, users, items):
+    """``<W_u, H_i>`` of the MF called ``prefix``, ``[R, n]``."""
+    return tf.reduce_sum(rows(params[f"{prefix}_W"], users) * rows(params[f"{prefix}_H"], items),
+                         axis=-1)
+
+
+def mf_prob(params: dict, prefix: str, users, items):
+    return tf.sigmoid(mf_logit(params, prefix, users, items))
+
+
+def ncf_logit(params: dict, users, items, prefix: str = "prop"):
+    """``a . [W_u ; H_i] + b``, ``[R, n]``."""
+    a = params[f"{prefix}_a"]
+    k = tf.shape(params[f"{prefix}_W"])[-1]
+    u = rows(params[f"{prefix}_W"], users)
+    i = rows(params[f"{prefix}_H"], items)
+    return (tf.reduce_sum(u * a[:, None, :k], axis=-1) + tf.reduce_sum(i * a[:, None, k:], axis=-1)
+            + params[f"{prefix}_b"][:, None])
+
+
+def ncf_prob(params: dict, users, items, prefix: str = "prop"):
+    return tf.sigmoid(ncf_logit(params, users, items, prefix))

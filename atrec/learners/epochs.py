@@ -1,0 +1,316 @@
+"""The epoch engine of the binary protocols: shuffled full batches, PyTorch's Adam, a stopping
+rule per replica, many seeds in one compiled loop.
+
+PROTOCOLS.md section 2 fixes what a training stage of the binary reference code does, and this
+module does exactly that for ``R`` stacked replicas (one per seed):
+
+- **batches**: every epoch each replica shuffles its observed pairs (its own NumPy stream) and
+  takes ``n // B`` full batches, the remainder dropped; a stage that also needs pairs drawn from
+  all ``users x items`` shuffles those once per epoch and gives batch ``j`` the slice
+  ``[G B j, G B (j + 1))`` (:func:`epoch_positions`). A stage whose primary source is "all
+  pairs" (a propensity model regressing ``o``) shuffles those instead;
+- **PyTorch's Adam** (:func:`torch_adam`): betas 0.9/0.999, eps added after bias correction,
+  ``weight_decay`` added to the gradient (coupled L2), dense: every row of every table moves at
+  every step, as PyTorch's dense embedding gradients make it;
+- **the stopping rule** (:class:`ReferenceRule`): the never-reset counter of the reference code;
+  or, under ``binary-clean``, :class:`Patience` on a validation criterion, the best epoch kept.
+
+A stage's step is written as TensorFlow code over a :class:`Batch` and a :class:`StepState`:
+:meth:`StepState.minimize` differentiates a loss function with ``tf.GradientTape`` and applies
+one Adam step to a named parameter group, so a method is written as its losses, never as
+hand-derived gradients. Each replica's loss depends on its own parameters only, so the gradient
+of the summed losses is each replica's own gradient. A replica whose rule has fired is frozen
+(its parameters and Adam state are kept as they were) while the others go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from atrec.runtime import compiled, tf
+
+ADAM_BETAS = (0.9, 0.999)   # torch.optim.Adam's defaults
+ADAM_EPS = 1e-8
+MAX_EPOCHS = 1000           # the reference code's num_epoch
+REFERENCE_TOL = 1e-4
+REFERENCE_STOP = 5
+FIRST_LOSS = 1e9            # the reference code's initial last_loss
+
+
+def torch_adam(p, m, v, g, t, lr, wd):
+    """One step of ``torch.optim.Adam`` (weight decay coupled: ``g + wd * p``).
+
+    ``t`` is the 1-based step count, broadcastable to ``p`` (``[R, 1, ...]``)."""
+    b1, b2 = ADAM_BETAS
+    g = g + wd * p
+    m = b1 * m + (1.0 - b1) * g
+    v = b2 * v + (1.0 - b2) * tf.square(g)
+    # the bias corrections in double precision, as PyTorch computes them (Python floats)
+    t64 = tf.cast(t, tf.float64)
+    root2 = tf.cast(tf.sqrt(1.0 - tf.constant(b2, tf.float64) ** t64), p.dtype)
+    step = tf.cast(1.0 - tf.constant(b1, tf.float64) ** t64, p.dtype)
+    denom = tf.sqrt(v) / root2 + ADAM_EPS
+    return p - (lr / step) * m / denom, m, v
+
+
+@dataclass(frozen=True)
+class Group:
+    """An optimiser: the parameters it moves, and its learning rate and weight decay keys (names
+    of scalars in the step's ``hp``)."""
+
+    names: tuple[str, ...]
+    lr: str = "lr"
+    wd: str = "lam"
+
+
+def _bcast(x, like):
+    """``x`` ``[R]`` reshaped to broadcast against ``like`` ``[R, ...]``."""
+    return tf.reshape(x, tf.concat([tf.shape(x), tf.ones([tf.rank(like) - 1], tf.int32)], 0))
+
+
+class StepState:
+    """The mutable view of one batch step: ``params`` and per-group Adam ``moments`` (dicts of
+    tensors ``[R, ...]``), the hyperparameters ``hp`` and the stage's constants ``consts``.
+    :meth:`minimize` replaces the group's parameters by their values after one Adam step."""
+
+    def __init__(self, params: dict, opt: dict, groups: dict, hp: dict, consts: dict) -> None:
+        self.params = dict(params)
+        self.opt = {g: {"m": dict(s["m"]), "v": dict(s["v"]), "t": s["t"]} for g, s in opt.items()}
+        self.groups, self.hp, self.consts = groups, hp, consts
+
+    def minimize(self, group: str, loss_fn: Callable, grads: dict | None = None):
+        """One Adam step of ``group`` on ``loss_fn(params) -> [R]`` (autodiff with
+        ``tf.GradientTape``), or on the given ``grads`` (name -> gradient) when a method
+        reuses one backward for several optimisers. Returns the loss ``[R]`` (None with
+        ``grads``)."""
+        spec = self.groups[group]
+        loss = None
+        if grads is None:
+            loss, grads = self.gradients(spec.names, loss_fn)
+        state = self.opt[group]
+        t = state["t"] + 1.0
+        for name in spec.names:
+            p = self.params[name]
+            new_p, state["m"][name], state["v"][name] = torch_adam(
+                p, state["m"][name], state["v"][name], grads[name], _bcast(t, p),
+                self.hp[spec.lr], self.hp[spec.wd])
+            self.params[name] = new_p
+        state["t"] = t
+        return loss
+
+    def gradients(self, names, loss_fn: Callable) -> tuple:
+        """``(loss [R], {name: gradient})`` of ``loss_fn(params)`` for the parameters ``names``."""
+        with tf.GradientTape() as tape:
+            watched = [self.params[n] for n in names]
+            for w in watched:
+                tape.watch(w)
+            loss = loss_fn(self.params)
+            total = tf.reduce_sum(loss)
+        grads = tape.gradient(total, watched,
+                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return loss, {n: tf.convert_to_tensor(g) for n, g in zip(names, grads)}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of every replica: observed pairs (``users``, ``items``, ``labels``, ``rows``:
+    their positions in the training arrays, ``[R, B]``) and, when the stage draws them, pairs
+    from all ``users x items`` (``all_users``, ``all_items``, ``all_o``: 1 where observed,
+    ``[R, G B]``)."""
+
+    users: tf.Tensor
+    items: tf.Tensor
+    labels: tf.Tensor
+    rows: tf.Tensor
+    all_users: tf.Tensor | None = None
+    all_items: tf.Tensor | None = None
+    all_o: tf.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One training stage: what it trains, on which batches, with which rule.
+
+    ``step(state: StepState, batch: Batch) -> [R]``: the batch's update (through
+    ``state.minimize``), returning the term the stopping rule sums. ``source``: ``observed``
+    (batches of ``batch_size`` observed pairs, plus ``extra * batch_size`` pairs from all when
+    ``extra`` > 0) or ``all`` (batches of ``batch_size`` pairs from all ``users x items``, given
+    as the observed fields with ``labels`` = ``o``). ``groups``: name -> :class:`Group`.
+    """
+
+    name: str
+    step: Callable
+    groups: dict
+    batch_size: int
+    source: str = "observed"
+    extra: int = 0
+
+
+class ReferenceRule:
+    """The reference code's stopping rule on an epoch's summed loss, per replica (module doc):
+    a non-improving epoch (relative decrease below ``tol``) stops training when the counter
+    already exceeds ``stop``, else increments it; the counter is never reset."""
+
+    def __init__(self, replicas: int, tol: float = REFERENCE_TOL, stop: int = REFERENCE_STOP):
+        self.tol, self.stop = tol, stop
+        self.last = np.full(replicas, FIRST_LOSS)
+        self.count = np.zeros(replicas, np.int64)
+
+    def update(self, loss: np.ndarray) -> np.ndarray:
+        """The epoch's summed loss ``[R]`` in; ``[R]`` bool out: stop after this epoch."""
+        loss = np.asarray(loss, np.float64)
+        flat = (self.last - loss) / (self.last + 1e-10) < self.tol
+        done = flat & (self.count > self.stop)
+        self.count = self.count + (flat & ~done)
+        self.last = loss
+        return done
+
+
+class Patience:
+    """Early stopping on a validation criterion (lower is better): stop once ``patience``
+    epochs in a row have not improved on the best; ``improved`` says which replicas set a new
+    best this epoch (their parameters are the ones kept)."""
+
+    def __init__(self, replicas: int, patience: int) -> None:
+        self.patience = patience
+        self.best = np.full(replicas, np.inf)
+        self.best_epoch = np.full(replicas, -1, np.int64)
+        self.wait = np.zeros(replicas, np.int64)
+        self.improved = np.zeros(replicas, bool)
+
+    def update(self, value: np.ndarray, epoch: int) -> np.ndarray:
+        value = np.asarray(value, np.float64)
+        self.improved = value < self.best
+        self.best = np.where(self.improved, value, self.best)
+        self.best_epoch = np.where(self.improved, epoch, self.best_epoch)
+        self.wait = np.where(self.improved, 0, self.wait + 1)
+        return self.wait >= self.patience
+
+
+def epoch_positions(rngs: list, n: int, batch_size: int, total: int | None = None,
+                    extra: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+    """One epoch's batch positions for every replica: ``[nb, R, B]`` into its ``n`` primary
+    rows, and with ``extra`` > 0, ``[nb, R, extra * B]`` into ``total`` all-pair positions, each
+    replica drawing from its own generator (primary shuffle first, as the reference code)."""
+    nb = n // batch_size
+    first, second = [], []
+    for r in rngs:
+        first.append(r.permutation(n)[:nb * batch_size].reshape(nb, batch_size))
+        if extra:
+            width = extra * batch_size
+            second.append(r.permutation(total)[:nb * width].reshape(nb, width))
+    stack = lambda xs: np.ascontiguousarray(np.stack(xs, axis=1), np.int32)
+    return stack(first), (stack(second) if extra else None)
+
+
+def _masked(new, old, active):
+    return tf.nest.map_structure(lambda a, b: tf.where(_bcast(active, a), a, b), new, old)
+
+
+@compiled.loop_cache
+def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num_items: int):
+    """The compiled loop of one epoch of a stage (``groups_key``: the stage's groups as a
+    hashable tuple, so every stage of one kind shares its loop)."""
+    groups = {name: Group(*rest) for name, *rest in groups_key}
+
+    def loop(params, opt, hp, consts, obs, all_pos, active):
+        def body(j, params, opt, total):
+            rows = obs[j]
+            if source == "all":
+                users, items = rows // num_items, rows % num_items
+                labels = tf.gather(consts["observed"], rows, batch_dims=1)
+            else:
+                users = tf.gather(consts["train_user"], rows, batch_dims=1)
+                items = tf.gather(consts["train_item"], rows, batch_dims=1)
+                labels = tf.gather(consts["train_label"], rows, batch_dims=1)
+            au = ai = ao = None
+            if extra:
+                pos = all_pos[j]
+                au, ai = pos // num_items, pos % num_items
+                if "observed" in consts:
+                    ao = tf.gather(consts["observed"], pos, batch_dims=1)
+            state = StepState(params, opt, groups, hp, consts)
+            term = step(state, Batch(users, items, labels, rows, au, ai, ao))
+            new = _masked((state.params, state.opt), (params, opt), active)
+            return j + 1, new[0], new[1], total + tf.where(active, term, tf.zeros_like(term))
+
+        total = tf.zeros_like(active, tf.float32)
+        _, params, opt, total = tf.while_loop(
+            lambda j, *_: j < tf.shape(obs)[0], body, (tf.constant(0), params, opt, total))
+        return params, opt, total
+
+    return tf.function(loop, jit_compile=True)
+
+
+def new_opt(params: dict, groups: dict) -> dict:
+    """Zeroed Adam moments and step counts ``[R]`` for every group."""
+    replicas = next(iter(params.values())).shape[0]
+    return {g: {"m": {n: tf.zeros_like(params[n]) for n in spec.names},
+                "v": {n: tf.zeros_like(params[n]) for n in spec.names},
+                "t": tf.zeros([replicas], tf.float32)}
+            for g, spec in groups.items()}
+
+
+@dataclass
+class StageResult:
+    """A stage's end: its parameters per replica, the epochs each ran and the epoch losses
+    ``[epochs, R]`` (NaN after a replica stopped); with a validation criterion, its trace and
+    the selected epoch (0-based)."""
+
+    params: dict
+    epochs: np.ndarray
+    losses: np.ndarray
+    val: np.ndarray | None = None
+    best_epoch: np.ndarray | None = None
+    best_val: np.ndarray | None = None
+    extras: dict = field(default_factory=dict)
+
+
+def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n: int,
+              num_users: int, num_items: int, rule=None, validate: Callable | None = None,
+              max_epochs: int = MAX_EPOCHS) -> StageResult:
+    """Train a stage until every replica's rule has fired (or ``max_epochs``).
+
+    ``n``: the primary source's size per replica (observed rows, or ``num_users * num_items``
+    for ``source="all"``). ``rule``: a :class:`ReferenceRule` (default) fed the epoch's summed
+    step terms, or a :class:`Patience` fed ``validate(params) -> [R]`` after every epoch, whose
+    best epoch's parameters are returned.
+    """
+    replicas = len(rngs)
+    rule = rule or ReferenceRule(replicas)
+    groups_key = tuple((g, s.names, s.lr, s.wd) for g, s in sorted(stage.groups.items()))
+    loop = _epoch_loop(stage.step, groups_key, stage.source, bool(stage.extra), num_items)
+    hp = {k: tf.constant(v, tf.float32) for k, v in hp.items()}
+    params = {k: tf.convert_to_tensor(v) for k, v in params.items()}
+    opt = new_opt(params, stage.groups)
+    best = params
+    active = np.ones(replicas, bool)
+    epochs = np.zeros(replicas, np.int64)
+    losses, vals = [], []
+    total = num_users * num_items
+    for epoch in range(max_epochs):
+        obs, extra = epoch_positions(rngs, n, stage.batch_size, total, stage.extra)
+        if extra is None:
+            extra = np.zeros((obs.shape[0], replicas, 1), np.int32)
+        params, opt, term = loop(params, opt, hp, consts, obs, extra, tf.constant(active))
+        term = term.numpy().astype(np.float64)
+        losses.append(np.where(active, term, np.nan))
+        epochs += active
+        if isinstance(rule, Patience):
+            value = np.asarray(validate(params), np.float64)
+            vals.append(np.where(active, value, np.nan))
+            done = rule.update(np.where(active, value, np.inf), epoch) & active
+            keep = tf.constant(rule.improved & active)
+            best = _masked(params, best, keep)
+        else:
+            done = rule.update(term) & active
+        active = active & ~done
+        if not active.any():
+            break
+    if isinstance(rule, Patience):
+        return StageResult(best, epochs, np.asarray(losses), np.asarray(vals),
+                           rule.best_epoch.copy(), rule.best.copy())
+    return StageResult(params, epochs, np.asarray(losses))

@@ -1,0 +1,196 @@
+"""The contract of a binary method: a :class:`~atrec.methods.base.Method` trained in epochs
+(:mod:`atrec.learners.epochs`) on binary labels, under the binary protocols.
+
+A :class:`BinaryMethod` declares its hyperparameters (``dim`` is the embedding size ``k``,
+``lam`` the predictor's weight decay, ``lr`` and ``batch_size`` its Adam and batches, then its
+own), its ``reference_params`` (the reference code's per-dataset constants: the parameter set
+``reference`` under ``binary-icde24``) and writes :meth:`BinaryMethod.train`, which runs its
+stages through a :class:`BinaryRun` and returns the predictor's parameters. The base class
+evaluates them: test probabilities, MSE and MAE, the scores the ranking metrics read.
+
+Under ``binary-clean`` the main stage stops early on a validation criterion
+(:meth:`BinaryRun.criterion`): the method's propensity-weighted, self-normalised cross-entropy
+where it has propensities, else the plain mean cross-entropy; pre-training stages (a propensity
+model) keep the reference rule on their own loss, which reads no label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+
+from atrec.learners import binary_models as bm
+from atrec.learners import losses
+from atrec.learners.epochs import Patience, ReferenceRule, Stage, StageResult, run_stage
+from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter, Method, MethodResult
+from atrec.runtime import tf
+
+VIEW = "binary"
+
+# the hyperparameters every binary method shares (the reference code's k, weight decay, lr, B)
+BINARY_DIM = Hyperparameter("dim", "int", 2, 64, step=2, maximum=1024,
+                            help="embedding size k (N(0, 1) entries)")
+BINARY_LAM = Hyperparameter("lam", "float", 1e-7, 1e-1, log=True, maximum=10.0,
+                            help="the predictor's weight decay (PyTorch's Adam, coupled L2)")
+LR = Hyperparameter("lr", "float", 1e-3, 1e-1, log=True, maximum=10.0, positive=True,
+                    help="the predictor's Adam learning rate")
+BATCH = Hyperparameter("batch_size", "int", 64, 4096, step=64, maximum=65536,
+                       help="observed pairs per batch")
+GAMMA = Hyperparameter("gamma", "float", 0.01, 0.3, maximum=1.0, positive=True,
+                       help="lower clip of the propensity")
+PROP_BATCH = Hyperparameter("prop_batch", "int", 256, 32768, step=256, maximum=1 << 20,
+                            help="all-pairs per batch of the propensity model")
+PROP_LAM = Hyperparameter("prop_lam", "float", 1e-7, 1.0, log=True, maximum=10.0,
+                          help="the propensity model's weight decay")
+COMMON = (BINARY_DIM, BINARY_LAM, LR, BATCH)
+assert DIM.name == BINARY_DIM.name and LAM.name == BINARY_LAM.name
+
+
+@dataclass
+class Trained:
+    """What :meth:`BinaryMethod.train` returns: the predictor's parameters, the main stage's
+    result (epochs, losses, validation trace) and the pre-training stages' epochs by name."""
+
+    params: dict
+    main: StageResult
+    stages: dict
+
+
+class BinaryRun:
+    """One fit's inputs for a binary method's stages: replicas, tables, training and validation
+    arrays on the device, per-replica NumPy streams, hyperparameters and the protocol's
+    settings (``settings.forms``: ``reference`` or ``corrected``)."""
+
+    def __init__(self, problem: FitProblem, params: dict, settings, leaks: bool) -> None:
+        self.problem, self.values, self.settings = problem, dict(params), settings
+        self.seeds = list(problem.seeds)
+        self.replicas = len(self.seeds)
+        self.num_users, self.num_items = problem.num_users, problem.num_items
+        self.rngs = [np.random.RandomState(s) for s in self.seeds]
+        if leaks and settings.stopping == "reference":
+            for r in self.rngs:   # the slice was the stream's first draw (protocols.binary)
+                r.permutation(len(problem.test_full["user"]))
+        train = problem.train
+        self.n_train = train["user"].shape[1]
+        self.consts = {"train_user": tf.constant(train["user"], tf.int32),
+                       "train_item": tf.constant(train["item"], tf.int32),
+                       "train_label": tf.constant(train["rating"], tf.float32)}
+        self.val = {k: tf.constant(problem.val[k]) for k in ("user", "item")}
+        self.val["label"] = tf.constant(problem.val["rating"], tf.float32)
+
+    @property
+    def corrected(self) -> bool:
+        return self.settings.forms == "corrected"
+
+    @property
+    def clean(self) -> bool:
+        return self.settings.stopping == "validation"
+
+    def hp(self, **extra) -> dict:
+        """The scalar hyperparameters a stage's step reads, with ``extra`` ones."""
+        return {k: float(v) for k, v in {**self.values, **extra}.items()}
+
+    def observed(self) -> np.ndarray:
+        """``[R, nu * ni]`` float32: 1 at each replica's observed training pairs (for a stage
+        that regresses ``o`` over all pairs)."""
+        cells = self.num_users * self.num_items
+        out = np.zeros((self.replicas, cells), np.float32)
+        t = self.problem.train
+        for k in range(self.replicas):
+            out[k, t["user"][k].astype(np.int64) * self.num_items + t["item"][k]] = 1.0
+        return out
+
+    def leak_mean(self) -> np.ndarray:
+        """``[R]``: the mean label of each replica's 5% MCAR slice (``y_bar``, ``P(y = 1)``)."""
+        return np.asarray([sp.test_prior.rating.mean() for sp in self.problem.splits],
+                          np.float32)
+
+    def pretrain(self, stage: Stage, params: dict, hp: dict, consts: dict | None = None,
+                 source_size: int | None = None, rule=None) -> StageResult:
+        """A pre-training stage with the reference rule (or ``rule``) on its own loss."""
+        n = self.n_train if source_size is None else source_size
+        return run_stage(stage, params, hp, {**self.consts, **(consts or {})}, self.rngs, n,
+                         self.num_users, self.num_items, rule or ReferenceRule(self.replicas),
+                         max_epochs=self.settings.max_epochs)
+
+    def main(self, stage: Stage, params: dict, hp: dict, consts: dict | None,
+             criterion: Callable, rule=None) -> StageResult:
+        """The main stage: the reference rule (or ``rule``), or under ``binary-clean`` early
+        stopping on ``criterion(params) -> [R]`` (the best epoch's parameters kept)."""
+        consts = {**self.consts, **(consts or {})}
+        if self.clean:
+            rule = Patience(self.replicas, self.settings.patience)
+        return run_stage(stage, params, hp, consts, self.rngs, self.n_train, self.num_users,
+                         self.num_items, rule or ReferenceRule(self.replicas),
+                         validate=criterion, max_epochs=self.settings.max_epochs)
+
+    def criterion(self, predict: Callable, weights: Callable | None = None) -> Callable:
+        """The validation criterion of ``predict(params, users, items) -> q``: the mean
+        cross-entropy on the validation part, self-normalised with ``weights(users, items) ->
+        1/p`` when given."""
+        val = self.val
+
+        @tf.function(jit_compile=True)
+        def value(params):
+            e = losses.bce(predict(params, val["user"], val["item"]), val["label"])
+            if weights is None:
+                return tf.reduce_mean(e, axis=-1)
+            return losses.self_normalised(e, weights(val["user"], val["item"]))
+
+        return value
+
+
+class BinaryMethod(Method):
+    """Base class of binary methods (module doc)."""
+
+    view: ClassVar[str] = VIEW
+    hyperparameters = COMMON
+    uses_propensity = False
+    leaks: ClassVar[bool] = False      # reads the 5% MCAR slice under binary-icde24
+    reference_forms: ClassVar[str] = ""   # how its reference form differs, for 'atrec methods'
+    form: ClassVar[str] = ""  # "" follows the protocol; "reference"/"corrected" fixes it
+
+    def train(self, run: BinaryRun) -> Trained:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def predict(self, params: dict, users, items):
+        """The probabilities the predictor scores (default: the MF called ``pred``)."""
+        return bm.mf_prob(params, "pred", users, items)
+
+    def fit(self, problem: FitProblem, params: dict, settings) -> MethodResult:
+        if self.form:
+            settings = replace(settings, forms=self.form)
+        run = BinaryRun(problem, params, settings, self.leaks or self.uses_mcar)
+        out = self.train(run)
+        test = problem.test
+        q = np.asarray(self.predict(out.params, tf.constant(np.broadcast_to(
+            test["user"], (run.replicas, len(test["user"]))), tf.int32), tf.constant(
+            np.broadcast_to(test["item"], (run.replicas, len(test["item"]))), tf.int32)),
+            np.float64)
+        y = np.asarray(test["rating"], np.float64)[None, :]
+        main = out.main
+        if main.val is not None:
+            best_step, best_val, trace = main.best_epoch, main.best_val, main.val
+        else:
+            best_step = main.epochs - 1
+            best_val = np.asarray([main.losses[e, k] for k, e in enumerate(best_step)])
+            trace = main.losses
+        traces = {"train_loss": main.losses}
+        if main.val is not None:
+            traces["val_loss"] = main.val
+        full = problem.test_full
+        scores = q if full["user"] is test["user"] or len(full["user"]) == len(test["user"]) \
+            else None
+        if scores is None:
+            raise ValueError("binary methods rank the evaluated test set (ranking_part 'test')")
+        return MethodResult(np.mean(np.abs(y - q), axis=1), np.mean((y - q) ** 2, axis=1),
+                            np.asarray(best_step), np.asarray(best_val, np.float64), trace,
+                            q.astype(np.float32), traces,)
+
+
+def clip_weight(p, gamma):
+    """``1 / clip(p, gamma, 1)`` (the reference code's lower clip)."""
+    return 1.0 / tf.clip_by_value(p, gamma, 1.0)

@@ -1,0 +1,121 @@
+"""MF, IPS and self-normalised IPS under the binary protocols (``MF.py`` and ``IPS.py`` of the
+ICDE 2024 collection, PROTOCOLS.md section 4).
+
+- ``mf``: ``mean_O BCE(q, y)``; the stopping rule sums the batch means;
+- ``mf-ips``: the learned NCF propensity first (:mod:`atrec.methods.binary.propensity`, with the
+  predictor's learning rate), then ``(1/B) sum_O w BCE(q, y)`` (a plain mean), only the
+  predictor moving; the rule sums these batch means;
+- ``mf-snips``: the same with the self-normalised mean ``sum_O w BCE / sum_O w`` (atrec's
+  variant; no reference script).
+
+``BCE`` is PyTorch's clamped form (:func:`atrec.learners.losses.bce`), as the scripts use it.
+Under ``binary-clean`` the validation criterion is the plain mean cross-entropy for ``mf`` and
+the self-normalised propensity-weighted one for the two weighted methods.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from atrec.learners import binary_models as bm
+from atrec.learners import losses
+from atrec.learners.epochs import Group, Stage
+from atrec.methods.binary.base import COMMON, GAMMA, PROP_BATCH, PROP_LAM, BinaryMethod, Trained
+from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
+from atrec.names import NO_PROPENSITY, config_key
+from atrec.runtime import tf
+
+PRED = Group(("pred_W", "pred_H"), lr="lr", wd="lam")
+SOURCE = "haoxuanli-pku/ICDE24-MNAR, real_world/"
+
+
+def _mf_step(state, b):
+    def loss(p):
+        return tf.reduce_mean(losses.bce(bm.mf_prob(p, "pred", b.users, b.items), b.labels), -1)
+    return state.minimize("pred", loss)
+
+
+def _ips_terms(state, b):
+    w = inverse_propensity(state.consts, b.users, b.items, state.hp["gamma"])
+    return w, (lambda p: losses.bce(bm.mf_prob(p, "pred", b.users, b.items), b.labels))
+
+
+def _ips_step(state, b):
+    w, e = _ips_terms(state, b)
+    return state.minimize("pred", lambda p: losses.weighted_mean(e(p), w))
+
+
+def _snips_step(state, b):
+    w, e = _ips_terms(state, b)
+    return state.minimize("pred", lambda p: losses.self_normalised(e(p), w))
+
+
+def reference_table(method: str, coat: dict, yahoo: dict) -> dict:
+    """A method's ``reference`` values (``dataset -> config key -> values``): the constants of
+    its script's ``para(args)`` per dataset (PROTOCOLS.md section 4)."""
+    key = config_key(NO_PROPENSITY, False, method)
+    return {"coat": {key: coat}, "yahoo": {key: yahoo}}
+
+
+class BinaryMF(BinaryMethod):
+    """Matrix factorisation on binary labels (``MF.py``): the reference script's model, loss,
+    batches and stopping rule; nothing to correct."""
+
+    name = "mf"
+    label = "MF"
+    description = "matrix factorisation, mean cross-entropy (binary protocols)"
+    reference = SOURCE + "MF.py"
+    reference_params = reference_table("mf", {"dim": 16, "lam": 1e-4, "lr": 0.01,
+                                              "batch_size": 128},
+                                       {"dim": 128, "lam": 1e-5, "lr": 0.01, "batch_size": 4096})
+
+    def _init(self, run):
+        return bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items,
+                                int(run.values["dim"]))
+
+    def train(self, run) -> Trained:
+        stage = Stage("mf", _mf_step, {"pred": PRED}, int(run.values["batch_size"]))
+        res = run.main(stage, self._init(run), run.hp(), None,
+                       run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i)))
+        return Trained(res.params, res, {})
+
+
+class BinaryIPS(BinaryMF):
+    """IPS with the reference code's learned propensity (``IPS.py``): the NCF model fitted by
+    squared error on ``o`` over all pairs, lower-clipped at ``gamma``; the predictor's loss the
+    plain (not self-normalised) weighted mean. Kept as the code runs it; ``mf-snips`` is the
+    self-normalised form."""
+
+    name = "mf-ips"
+    label = "IPS"
+    description = "IPS with the learned NCF propensity (binary protocols)"
+    reference = SOURCE + "IPS.py"
+    hyperparameters = COMMON + (GAMMA, PROP_BATCH, PROP_LAM)
+    reference_params = reference_table(
+        "mf-ips", {"dim": 16, "lam": 1e-3, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
+         "prop_batch": 1024, "prop_lam": 1e-6},
+        {"dim": 32, "lam": 1e-4, "lr": 0.01, "batch_size": 4096, "gamma": 0.05,
+         "prop_batch": 32764, "prop_lam": 1e-4})
+    step = staticmethod(_ips_step)
+
+    def train(self, run) -> Trained:
+        prop, pre = fit_propensity(run)
+        gamma = float(run.values["gamma"])
+        stage = Stage(self.name, type(self).step, {"pred": PRED}, int(run.values["batch_size"]))
+        weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
+        res = run.main(stage, self._init(run), run.hp(), prop,
+                       run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights))
+        return Trained(res.params, res, {"propensity": pre})
+
+
+class BinarySNIPS(BinaryIPS):
+    """IPS with the self-normalised mean ``sum w BCE / sum w`` per batch (atrec's variant of
+    ``IPS.py``; the propensity as there)."""
+
+    name = "mf-snips"
+    label = "SNIPS"
+    description = "self-normalised IPS with the learned NCF propensity (binary protocols)"
+    reference_params: ClassVar[dict] = {
+        d: {config_key(NO_PROPENSITY, False, "mf-snips"): next(iter(v.values()))}
+        for d, v in BinaryIPS.reference_params.items()}
+    step = staticmethod(_snips_step)

@@ -1,0 +1,30 @@
+"""The registry of binary methods: the methods the binary protocols run (their ``view`` is
+``binary``), built-in and from installed packages (entry-point group ``atrec.binary_methods``).
+A name may be a 1-5 star method's too (``mf-ips``, ``dr-jl``): under a binary protocol it means
+the binary method (:func:`atrec.methods.registry.registry_for`)."""
+
+from __future__ import annotations
+
+from atrec.methods.base import validate_method_class
+from atrec.methods.binary import ips
+from atrec.registry import Registry
+
+
+def _validate(cls: type) -> None:
+    validate_method_class(cls)
+    if getattr(cls, "view", None) != "binary":
+        raise ValueError(f"method class {cls.__name__}: a binary method declares view = "
+                         f"'binary' (subclass atrec.methods.binary.base.BinaryMethod)")
+
+
+BINARY_METHODS = Registry("binary method", "atrec.binary_methods", _validate)
+
+BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS)
+
+
+def _builtins() -> None:
+    for cls in BUILT_IN:
+        BINARY_METHODS.register(cls)
+
+
+BINARY_METHODS.builtins(_builtins)

@@ -1,0 +1,126 @@
+"""The binary protocols' engine against hand computations: the cross-entropy forms, PyTorch's
+Adam, the reference stopping rule on a scripted loss sequence, early stopping, and autodiff
+against finite differences (atrec.learners.losses, atrec.learners.epochs)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from atrec.learners import binary_models as bm
+from atrec.learners import losses
+from atrec.learners.epochs import (
+    Group,
+    Patience,
+    ReferenceRule,
+    StepState,
+    epoch_positions,
+    torch_adam,
+)
+from atrec.runtime import tf
+
+
+def test_cross_entropies_by_hand():
+    q = tf.constant([0.8, 0.25, 1.0, 0.0])
+    t = tf.constant([1.0, 0.0, 0.0, 1.0])
+    # -log 0.8, -log 0.75, a saturated wrong answer costs 100 (each log clamped at -100), twice
+    np.testing.assert_allclose(losses.bce(q, t).numpy(),
+                               [0.22314355, 0.28768207, 100.0, 100.0], rtol=1e-6)
+    np.testing.assert_allclose(losses.bce_eps(q, t).numpy(),
+                               [-math.log(0.8 + 1e-6), -math.log(0.75 + 1e-6),
+                                -math.log(1e-6), -math.log(1e-6)], rtol=1e-5)
+    # the logit form: log(1 + e^-2) for t = 1 at logit 2
+    assert losses.bce_logits(tf.constant([2.0]), tf.constant([1.0])).numpy()[0] == \
+        pytest.approx(math.log1p(math.exp(-2.0)), rel=1e-6)
+
+
+def test_clamped_cross_entropy_passes_no_gradient_when_saturated():
+    logit = tf.constant([30.0, 0.5])      # sigmoid(30) is 1.0 in float32
+    with tf.GradientTape() as tape:
+        tape.watch(logit)
+        loss = tf.reduce_sum(losses.bce(tf.sigmoid(logit), tf.constant([0.0, 0.0])))
+    g = tape.gradient(loss, logit).numpy()
+    assert g[0] == 0.0                               # PyTorch: zero gradient at q == 1
+    assert g[1] == pytest.approx(1 / (1 + math.exp(-0.5)), rel=1e-5)   # q - t elsewhere
+
+
+def test_weighted_means_by_hand():
+    v, w = tf.constant([[1.0, 2.0, 3.0]]), tf.constant([[2.0, 1.0, 1.0]])
+    assert losses.weighted_mean(v, w).numpy()[0] == pytest.approx(7 / 3)
+    assert losses.self_normalised(v, w).numpy()[0] == pytest.approx(7 / 4)
+
+
+def test_torch_adam_two_steps_by_hand():
+    p, g, lr, wd = 1.0, 0.5, 0.1, 0.01
+    m = v = 0.0
+    expect = p
+    for t in (1, 2):     # torch.optim.Adam: g += wd p; bias-corrected; eps after the sqrt
+        gg = g + wd * expect
+        m = 0.9 * m + 0.1 * gg
+        v = 0.999 * v + 0.001 * gg * gg
+        expect = expect - lr / (1 - 0.9 ** t) * m / (math.sqrt(v) / math.sqrt(1 - 0.999 ** t)
+                                                     + 1e-8)
+    P, M, V = tf.constant([1.0]), tf.constant([0.0]), tf.constant([0.0])
+    for t in (1.0, 2.0):
+        P, M, V = torch_adam(P, M, V, tf.constant([g]), tf.constant(t), lr, wd)
+    assert P.numpy()[0] == pytest.approx(expect, rel=1e-6)
+
+
+def test_reference_rule_on_a_scripted_sequence():
+    # epochs 2, 4 and 5 are flat (counter 0 -> 1 -> 2 -> 3); epoch 6 is flat with the counter
+    rule = ReferenceRule(1, tol=1e-4, stop=2)
+    seq = [10.0, 5.0, 5.0, 2.5, 2.5, 2.5, 2.5, 2.5]
+    done = [bool(rule.update(np.array([x]))[0]) for x in seq]
+    # already 3 > stop 2: it stops there (the 4th non-improving epoch; never reset)
+    assert done[:7] == [False] * 6 + [True]
+
+
+def test_reference_rule_counts_a_loss_increase_and_never_resets():
+    rule = ReferenceRule(2, tol=1e-4, stop=0)
+    out = [rule.update(np.array(x)) for x in ([4.0, 4.0], [5.0, 3.0], [4.0, 2.0], [4.5, 1.0])]
+    # replica 0: rises at epoch 1 (counter 1), improves at 2, rises at 3 with counter 1 > 0
+    assert [bool(o[0]) for o in out] == [False, False, False, True]
+    assert not any(bool(o[1]) for o in out)
+
+
+def test_patience_keeps_the_best_epoch():
+    rule = Patience(1, patience=2)
+    done = [bool(rule.update(np.array([v]), e)[0]) for e, v in enumerate([3.0, 2.0, 2.5, 2.1])]
+    assert done == [False, False, False, True]
+    assert rule.best_epoch[0] == 1 and rule.best[0] == 2.0
+
+
+def test_epoch_positions_drop_the_remainder_and_follow_each_stream():
+    a = [np.random.RandomState(3), np.random.RandomState(4)]
+    obs, extra = epoch_positions(a, 10, 3, total=20, extra=2)
+    assert obs.shape == (3, 2, 3) and extra.shape == (3, 2, 6)
+    first = np.random.RandomState(3).permutation(10)[:9].reshape(3, 3)
+    np.testing.assert_array_equal(obs[:, 0, :], first)
+    for r in range(2):
+        assert len(set(extra[:, r, :].ravel())) == 18     # without replacement in an epoch
+
+
+def test_autodiff_of_an_ips_loss_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    params = {k: tf.constant(v, tf.float64) for k, v in {
+        "pred_W": rng.normal(size=(2, 4, 3)), "pred_H": rng.normal(size=(2, 5, 3))}.items()}
+    users = tf.constant([[0, 1, 3], [2, 2, 0]])
+    items = tf.constant([[4, 0, 1], [3, 1, 1]])
+    labels = tf.constant([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], tf.float64)
+    w = tf.constant([[2.0, 1.5, 4.0], [1.0, 3.0, 2.5]], tf.float64)
+
+    def loss(p):
+        return losses.weighted_mean(losses.bce_eps(bm.mf_prob(p, "pred", users, items), labels), w)
+
+    state = StepState(params, {}, {"pred": Group(("pred_W", "pred_H"))}, {}, {})
+    _, grads = state.gradients(("pred_W", "pred_H"), loss)
+    h = 1e-6
+    for name in ("pred_W", "pred_H"):
+        base = params[name].numpy()
+        for idx in [(0, 1, 2), (1, 2, 0), (0, 0, 1), (1, 1, 1)]:
+            up, down = base.copy(), base.copy()
+            up[idx] += h
+            down[idx] -= h
+            num = (tf.reduce_sum(loss({**params, name: tf.constant(up)}))
+                   - tf.reduce_sum(loss({**params, name: tf.constant(down)}))).numpy() / (2 * h)
+            assert grads[name].numpy()[idx] == pytest.approx(num, rel=1e-5, abs=1e-8)
