@@ -39,7 +39,7 @@ def test_icde24_indexes_yahoo_by_its_one_based_ids(tiny_data):
 def test_clean_split_removes_the_slice_from_the_test_set(tiny_data):
     sp = get_protocol("binary-clean").split(tiny_data, 3)
     assert (len(sp.train), len(sp.val)) == (360, 40)
-    key = lambda r: set(zip(r.user.tolist(), r.item.tolist()))  # noqa: E731
+    key = lambda r: set(zip(r.user.tolist(), r.item.tolist()))
     assert not key(sp.test_prior) & key(sp.test)
     assert len(sp.test_prior) + len(sp.test) == 240
     assert key(sp.test) == key(sp.test_full)
