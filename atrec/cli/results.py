@@ -22,7 +22,7 @@ from atrec.cli.app import (
 )
 from atrec.errors import AtrecError
 from atrec.limits import MAX_SEEDS
-from atrec.methods.catalogue import catalogue_rows
+from atrec.methods.catalogue import binary_rows, catalogue_rows
 from atrec.paths import require_writable
 from atrec.protocols import get_protocol
 from atrec.reporting.benchmark_render import benchmark_report
@@ -153,20 +153,27 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @friendly_errors
 def methods_command(fmt) -> None:
-    """List every registered method, propensity estimator and protocol: hyperparameters,
+    """List every registered method (1-5 star, then binary), propensity estimator and protocol:
+    hyperparameters,
     search space, what each uses, each protocol's metrics and schedule, and where each comes
     from (built-in, or the package that plugs it in).
 
     Broken plug-ins are named on standard error with what to do; atrec keeps working.
     """
     methods, propensities, problems = catalogue_rows()
+    binary, broken = binary_rows()
     protocols, more = protocol_rows()
-    problems = problems + more
+    problems = problems + broken + more
     if fmt == "json":
-        click.echo(json.dumps({"methods": methods, "propensities": propensities,
-                               "protocols": protocols, "problems": problems}, indent=1))
+        click.echo(json.dumps({"methods": methods, "binary_methods": binary,
+                               "propensities": propensities, "protocols": protocols,
+                               "problems": problems}, indent=1))
     else:
         click.echo(render(methods, fmt, numparse=False))
+        click.echo("")
+        if fmt == "table":
+            click.echo("Binary methods (--protocol binary-icde24 or binary-clean):")
+        click.echo(render(binary, fmt, numparse=False))
         click.echo("")
         click.echo(render(propensities, fmt, numparse=False))
         click.echo("")

@@ -17,6 +17,7 @@ the authors' fixed seed 12345 unless ``batch_seed=None`` (per-seed streams).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
+from atrec.methods.binary.at import fit_binary_at
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
@@ -114,6 +116,8 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
     with compiled.before_fit(_loop_key(data, spec, inputs), fit_kind(data, spec)):
         if spec.with_at:
             settings = _at_settings(spec)
+            if getattr(method, "view", None) == "binary":
+                return fit_binary_at(method, problem, params, settings), settings.as_dict()
             return fit_with_at(method, problem, params, settings), settings.as_dict()
         settings = _settings(spec)
         return method.fit(problem, params, settings), settings.as_dict()
@@ -186,7 +190,7 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
 def _finite(values: dict) -> dict:
     """Metric values for a record: NaN (an AUC over one class, a standard top-K metric with no
     user holding a positive) is stored as null, which records allow for a metric."""
-    return {k: (None if v != v else v) for k, v in values.items()}
+    return {k: (None if math.isnan(v) else v) for k, v in values.items()}
 
 
 def _trace(values: np.ndarray, view: str) -> list:

@@ -234,13 +234,15 @@ def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num
                     ao = tf.gather(consts["observed"], pos, batch_dims=1)
             state = StepState(params, opt, groups, hp, consts)
             term = step(state, Batch(users, items, labels, rows, au, ai, ao))
-            new = _masked((state.params, state.opt), (params, opt), active)
-            return j + 1, new[0], new[1], total + tf.where(active, term, tf.zeros_like(term))
+            return j + 1, state.params, state.opt, total + term
 
         total = tf.zeros_like(active, tf.float32)
-        _, params, opt, total = tf.while_loop(
+        _, new_params, new_opt, total = tf.while_loop(
             lambda j, *_: j < tf.shape(obs)[0], body, (tf.constant(0), params, opt, total))
-        return params, opt, total
+        # a replica whose rule has fired trained this epoch too, on its own data alone: its
+        # state at the start of the epoch is put back (a replica is active for a whole epoch)
+        new_params, new_opt = _masked((new_params, new_opt), (params, opt), active)
+        return new_params, new_opt, tf.where(active, total, tf.zeros_like(total))
 
     return tf.function(loop, jit_compile=True)
 

@@ -1,20 +1,20 @@
-"""What ``atrec methods`` lists: every registered method and propensity estimator, with its
+"""What ``atrec methods`` lists: every registered method (1-5 star and binary) and propensity
+estimator, with its
 hyperparameters, search space, tuning budget (one for every method), what it uses and its
 origin, plus the broken plug-ins."""
 
 from __future__ import annotations
 
 from atrec.methods.base import EPSILON
+from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.methods.registry import METHODS
 from atrec.propensity.registry import PROPENSITIES
 from atrec.protocol import TUNING_BUDGET
 
 
-def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
-    """``(method rows, propensity rows, problems)``: one row per registered class, and one
-    line per broken plug-in of either registry."""
+def _method_rows(registry) -> list[dict]:
     methods = []
-    for entry in METHODS.entries():
+    for entry in registry.entries():
         cls = entry.cls
         space = "; ".join(f"{h.name}: {h.describe()}" for h in cls.hyperparameters)
         uses = [w for w, flag in (("propensity", cls.uses_propensity), ("MCAR labels",
@@ -27,6 +27,19 @@ def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
                             ", 1st = reference values" if cls.reference_params else ""),
                         "uses": ", ".join(uses) or "-", "origin": entry.origin,
                         "description": cls.description})
+    return methods
+
+
+def binary_rows() -> tuple[list[dict], list[str]]:
+    """``(rows, problems)`` of the binary methods (the methods the binary protocols run; a
+    name shared with a 1-5 star method means this one under a binary protocol)."""
+    return _method_rows(BINARY_METHODS), list(BINARY_METHODS.problems.values())
+
+
+def catalogue_rows() -> tuple[list[dict], list[dict], list[str]]:
+    """``(method rows, propensity rows, problems)``: one row per registered class, and one
+    line per broken plug-in of either registry."""
+    methods = _method_rows(METHODS)
     propensities = []
     for entry in PROPENSITIES.entries():
         cls = entry.cls

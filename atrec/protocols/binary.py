@@ -87,6 +87,10 @@ class _Binary(Protocol):
                        batch_seed: int | None = None) -> EpochSettings:
         return self.epochs
 
+    def at_settings(self, loss: str = "snips", batch_seed: int | None = None) -> EpochSettings:
+        """AT trains its three predictors under the same epochs and rule."""
+        return self.epochs
+
 
 class BinaryICDE24(_Binary):
     name = "binary-icde24"

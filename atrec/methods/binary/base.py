@@ -70,6 +70,7 @@ class BinaryRun:
         self.replicas = len(self.seeds)
         self.num_users, self.num_items = problem.num_users, problem.num_items
         self.rngs = [np.random.RandomState(s) for s in self.seeds]
+        self.init_salt = 0   # added to each model's salt: AT's A2 and A3 start elsewhere
         if leaks and settings.stopping == "reference":
             for r in self.rngs:   # the slice was the stream's first draw (protocols.binary)
                 r.permutation(len(problem.test_full["user"]))
@@ -88,6 +89,14 @@ class BinaryRun:
     @property
     def clean(self) -> bool:
         return self.settings.stopping == "validation"
+
+    def tables(self, prefix: str, dim: int | None = None) -> dict:
+        """N(0, 1) MF tables ``{prefix_W, prefix_H}`` of every replica (``dim``: default the
+        method's ``dim``), drawn from the replica's seed, the model's salt and
+        :attr:`init_salt`."""
+        dim = int(self.values["dim"]) if dim is None else dim
+        return bm.normal_tables(self.seeds, prefix, self.num_users, self.num_items, dim,
+                                bm.SALTS.get(prefix, 0) + self.init_salt)
 
     def hp(self, **extra) -> dict:
         """The scalar hyperparameters a stage's step reads, with ``extra`` ones."""
@@ -161,15 +170,33 @@ class BinaryMethod(Method):
         return bm.mf_prob(params, "pred", users, items)
 
     def fit(self, problem: FitProblem, params: dict, settings) -> MethodResult:
+        run = self.start(problem, params, settings)
+        return self.result(run, self.train(run))
+
+    def start(self, problem: FitProblem, params: dict, settings) -> BinaryRun:
+        """The :class:`BinaryRun` of a fit (a named variant's ``form`` fixed)."""
         if self.form:
             settings = replace(settings, forms=self.form)
-        run = BinaryRun(problem, params, settings, self.leaks or self.uses_mcar)
-        out = self.train(run)
+        return BinaryRun(problem, params, settings, self.leaks or self.uses_mcar)
+
+    def predictors(self, run: BinaryRun) -> tuple:  # pragma: no cover - optional
+        """For a method that serves in AT: ``(A1 params, A2 params, constants, stages)``, two
+        predictors trained by the method from different initialisations, the frozen constants
+        they share (a propensity model) and the pre-training stages' results by name."""
+        raise NotImplementedError
+
+    def result(self, run: BinaryRun, out: Trained) -> MethodResult:
+        """Evaluate the predictor of a fit on the test set: probabilities, MSE and MAE at the
+        evaluated epoch (the last, or the best under binary-clean), the scores ranked."""
+        problem = run.problem
         test = problem.test
-        q = np.asarray(self.predict(out.params, tf.constant(np.broadcast_to(
-            test["user"], (run.replicas, len(test["user"]))), tf.int32), tf.constant(
-            np.broadcast_to(test["item"], (run.replicas, len(test["item"]))), tf.int32)),
-            np.float64)
+        if len(problem.test_full["user"]) != len(test["user"]):
+            raise ValueError("binary methods rank the evaluated test set (ranking_part 'test')")
+        shape = (run.replicas, len(test["user"]))
+        q = np.asarray(self.predict(out.params,
+                                    tf.constant(np.broadcast_to(test["user"], shape), tf.int32),
+                                    tf.constant(np.broadcast_to(test["item"], shape), tf.int32)),
+                       np.float32)
         y = np.asarray(test["rating"], np.float64)[None, :]
         main = out.main
         if main.val is not None:
@@ -181,14 +208,12 @@ class BinaryMethod(Method):
         traces = {"train_loss": main.losses}
         if main.val is not None:
             traces["val_loss"] = main.val
-        full = problem.test_full
-        scores = q if full["user"] is test["user"] or len(full["user"]) == len(test["user"]) \
-            else None
-        if scores is None:
-            raise ValueError("binary methods rank the evaluated test set (ranking_part 'test')")
-        return MethodResult(np.mean(np.abs(y - q), axis=1), np.mean((y - q) ** 2, axis=1),
-                            np.asarray(best_step), np.asarray(best_val, np.float64), trace,
-                            q.astype(np.float32), traces,)
+        for name, stage in out.stages.items():   # how long each pre-training stage ran
+            traces[f"epochs_{name}"] = np.asarray(stage.epochs, np.float64)[None, :]
+        err = y - q.astype(np.float64)
+        return MethodResult(np.mean(np.abs(err), axis=1), np.mean(err ** 2, axis=1),
+                            np.asarray(best_step), np.asarray(best_val, np.float64), trace, q,
+                            traces)
 
 
 def clip_weight(p, gamma):

@@ -27,6 +27,8 @@ from atrec.runtime import tf
 
 PRED = Group(("pred_W", "pred_H"), lr="lr", wd="lam")
 SOURCE = "haoxuanli-pku/ICDE24-MNAR, real_world/"
+AT_EPSILON = 0.1   # |q1 - q2| threshold of the reference AT entries (atrec's choice)
+AT_SALT = 1000     # A2 starts from other draws than A1 (atrec.methods.binary.at)
 
 
 def _mf_step(state, b):
@@ -57,65 +59,91 @@ def reference_table(method: str, coat: dict, yahoo: dict) -> dict:
     return {"coat": {key: coat}, "yahoo": {key: yahoo}}
 
 
+def _rename(key: str, method: str) -> str:
+    """``key`` of mf-ips's table (``none``, ``none-at``) as ``method``'s."""
+    return f"{method}/{key}"
+
+
+def with_at(table: dict) -> dict:
+    """``table`` plus each entry's AT entry: the same values and ``epsilon`` =
+    :data:`AT_EPSILON` (no script of the collection runs AT, so this threshold is atrec's)."""
+    return {d: {**entries, **{f"{k}-at": {**v, "epsilon": AT_EPSILON}
+                              for k, v in entries.items()}}
+            for d, entries in table.items()}
+
+
 class BinaryMF(BinaryMethod):
     """Matrix factorisation on binary labels (``MF.py``): the reference script's model, loss,
-    batches and stopping rule; nothing to correct."""
+    batches and stopping rule; nothing to correct. Serves as A1 and A2 of AT."""
 
     name = "mf"
     label = "MF"
     description = "matrix factorisation, mean cross-entropy (binary protocols)"
     reference = SOURCE + "MF.py"
-    reference_params = reference_table("mf", {"dim": 16, "lam": 1e-4, "lr": 0.01,
-                                              "batch_size": 128},
-                                       {"dim": 128, "lam": 1e-5, "lr": 0.01, "batch_size": 4096})
+    reference_params = with_at(reference_table(
+        "mf", {"dim": 16, "lam": 1e-4, "lr": 0.01, "batch_size": 128},
+        {"dim": 128, "lam": 1e-5, "lr": 0.01, "batch_size": 4096}))
+    serves_in_at = True
+    step = staticmethod(_mf_step)
 
-    def _init(self, run):
-        return bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items,
-                                int(run.values["dim"]))
+    def _propensity(self, run):
+        return {}, {}
+
+    def _predictor(self, run, prop: dict):
+        """Train the predictor (weighted by the frozen propensity ``prop``, if any)."""
+        stage = Stage(self.name, type(self).step, {"pred": PRED}, int(run.values["batch_size"]))
+        weights = None
+        if prop:
+            gamma = float(run.values["gamma"])
+            weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
+        return run.main(stage, run.tables("pred"), run.hp(), prop or None,
+                        run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights))
 
     def train(self, run) -> Trained:
-        stage = Stage("mf", _mf_step, {"pred": PRED}, int(run.values["batch_size"]))
-        res = run.main(stage, self._init(run), run.hp(), None,
-                       run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i)))
-        return Trained(res.params, res, {})
+        prop, stages = self._propensity(run)
+        res = self._predictor(run, prop)
+        return Trained(res.params, res, stages)
+
+    def predictors(self, run) -> tuple:
+        prop, stages = self._propensity(run)
+        first = self._predictor(run, prop)
+        run.init_salt = AT_SALT
+        second = self._predictor(run, prop)
+        run.init_salt = 0
+        return first.params, second.params, prop, {**stages, "A1": first, "A2": second}
 
 
 class BinaryIPS(BinaryMF):
     """IPS with the reference code's learned propensity (``IPS.py``): the NCF model fitted by
     squared error on ``o`` over all pairs, lower-clipped at ``gamma``; the predictor's loss the
     plain (not self-normalised) weighted mean. Kept as the code runs it; ``mf-snips`` is the
-    self-normalised form."""
+    self-normalised form (the collection's ``MF_SNIPS``)."""
 
     name = "mf-ips"
     label = "IPS"
     description = "IPS with the learned NCF propensity (binary protocols)"
     reference = SOURCE + "IPS.py"
     hyperparameters = COMMON + (GAMMA, PROP_BATCH, PROP_LAM)
-    reference_params = reference_table(
+    reference_params = with_at(reference_table(
         "mf-ips", {"dim": 16, "lam": 1e-3, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
-         "prop_batch": 1024, "prop_lam": 1e-6},
+                   "prop_batch": 1024, "prop_lam": 1e-6},
         {"dim": 32, "lam": 1e-4, "lr": 0.01, "batch_size": 4096, "gamma": 0.05,
-         "prop_batch": 32764, "prop_lam": 1e-4})
+         "prop_batch": 32764, "prop_lam": 1e-4}))
     step = staticmethod(_ips_step)
 
-    def train(self, run) -> Trained:
+    def _propensity(self, run):
         prop, pre = fit_propensity(run)
-        gamma = float(run.values["gamma"])
-        stage = Stage(self.name, type(self).step, {"pred": PRED}, int(run.values["batch_size"]))
-        weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
-        res = run.main(stage, self._init(run), run.hp(), prop,
-                       run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights))
-        return Trained(res.params, res, {"propensity": pre})
+        return prop, {"propensity": pre}
 
 
 class BinarySNIPS(BinaryIPS):
-    """IPS with the self-normalised mean ``sum w BCE / sum w`` per batch (atrec's variant of
-    ``IPS.py``; the propensity as there)."""
+    """IPS with the self-normalised mean ``sum w BCE / sum w`` per batch (the collection's
+    ``MF_SNIPS`` class, which no script runs; the propensity as ``IPS.py``'s)."""
 
     name = "mf-snips"
     label = "SNIPS"
     description = "self-normalised IPS with the learned NCF propensity (binary protocols)"
     reference_params: ClassVar[dict] = {
-        d: {config_key(NO_PROPENSITY, False, "mf-snips"): next(iter(v.values()))}
-        for d, v in BinaryIPS.reference_params.items()}
+        d: {_rename(k, "mf-snips"): v for k, v in entries.items()}
+        for d, entries in BinaryIPS.reference_params.items()}
     step = staticmethod(_snips_step)

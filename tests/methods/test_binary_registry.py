@@ -1,0 +1,37 @@
+"""The binary methods' registry: a protocol's view picks the registry, a binary name shared with
+a 1-5 star method means the binary one under a binary protocol, and 'atrec methods' lists them."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from atrec.cli import main
+from atrec.errors import AtrecError
+from atrec.methods.binary.ips import BinaryIPS
+from atrec.methods.binary.registry import BINARY_METHODS
+from atrec.methods.mf_ips import MFIPS
+from atrec.methods.registry import method_class, registry_for
+
+
+def test_the_protocol_picks_the_registry():
+    assert method_class("mf-ips") is MFIPS
+    assert method_class("mf-ips", "ijcai2022") is MFIPS
+    assert method_class("mf-ips", "binary-icde24") is BinaryIPS
+    assert registry_for("binary-clean") is BINARY_METHODS
+    with pytest.raises(AtrecError, match="unknown binary method 'cause'"):
+        method_class("cause", "binary-icde24")
+
+
+def test_a_star_method_is_refused_by_the_binary_registry():
+    with pytest.raises(ValueError, match="view = 'binary'"):
+        BINARY_METHODS.register(type("Star", (MFIPS,), {"name": "star-x", "label": "X"}))
+
+
+def test_methods_lists_the_binary_methods_apart():
+    out = CliRunner().invoke(main, ["methods", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    listed = json.loads(out.output[:out.output.rindex("}") + 1])
+    names = [row["method"] for row in listed["binary_methods"]]
+    assert names[:3] == ["mf", "mf-ips", "mf-snips"]
+    assert "cause" in [row["method"] for row in listed["methods"]] and "cause" not in names
