@@ -144,7 +144,7 @@ def params_help() -> str:
     (so a new set is listed once it is named there)."""
     sets = "; ".join(f"{name} ({SET_HELP[name]})" for name in NAMED_SETS)
     defaults = "; ".join(
-        f"{name}'s: {DEFAULT_PARAMS if k == 0 else get_protocol(name).param_sets[0]}"
+        f"{name}'s: {DEFAULT_PARAMS if k == 0 else ','.join(get_protocol(name).param_sets)}"
         for k, name in enumerate(PROTOCOLS.names()))
     return (f"A named parameter set: {sets}; or a YAML parameter file; several comma-separated: "
             f"each configuration from the first that has its values (default {defaults}).")

@@ -47,7 +47,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
         propensities=expand_propensities(propensities),
         at_options=at_options, seeds=parse_seeds(seeds),
         params=params or (DEFAULT_PARAMS if chosen.name == DEFAULT_PROTOCOL
-                          else chosen.param_sets[0]), force=force,
+                          else ",".join(chosen.param_sets)), force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
         download=download, methods=expand_methods(methods, chosen.name), protocol=chosen.name)
 

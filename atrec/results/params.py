@@ -288,6 +288,8 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
         return _chain_params(chain_sets(source), dataset, propensity, with_at, method,
                              {} if tables is None else tables)
     key = config_key(propensity, with_at, method)
+    if "," in str(source):
+        return _protocol_chain(chain_sets(source), dataset, key, method, protocol)
     if protocol != DEFAULT_PROTOCOL and not Path(source).is_file():
         return _protocol_params(source, dataset, key, method, protocol)
     if source == PUBLISHED and method != DEFAULT_METHOD:
@@ -300,6 +302,29 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
     else:
         table, label = load_param_table(source)
     return lookup(table, dataset, key, label, method), label
+
+
+def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
+                    protocol: str) -> tuple[HyperParams, str]:
+    """The first of ``sets`` with values for the configuration under ``protocol``; a set
+    without them (or a tuned file not made yet) is passed over, any other error stops."""
+    for source in sets:
+        try:
+            if Path(source).is_file():
+                table, label = load_param_table(source)
+                return lookup(table, dataset, key, label, method, protocol), label
+            return _protocol_params(source, dataset, key, method, protocol)
+        except AtrecError as exc:
+            if not str(exc).startswith(("no parameters for", "no tuned parameters at")):
+                raise
+    raise AtrecError(f"no parameters for {dataset}/{key} in {', '.join(sets)} under protocol "
+                     f"'{protocol}': run 'atrec tune --protocol {protocol} --method {method} "
+                     f"--dataset {dataset}' (its values then come from {TUNED})")
+
+
+def protocol_shipped_file(protocol: str) -> str:
+    """The file in ``atrec/resources`` of a protocol's shipped ``tuned-atrec`` values."""
+    return f"{protocol.replace('-', '_')}_tuned_params.yaml"
 
 
 def _protocol_params(source: str, dataset: str, key: str, method: str,
@@ -316,6 +341,9 @@ def _protocol_params(source: str, dataset: str, key: str, method: str,
             raise AtrecError(f"no tuned parameters at {path}: run 'atrec tune --protocol "
                              f"{protocol}' first, or use --params reference")
         table, label = _read_yaml(path, "tuned parameter"), f"tuned:{path}"
+    elif source == TUNED_ATREC:   # shipped: atrec/resources/<protocol>_tuned_params.yaml
+        ref = resources.files("atrec") / "resources" / protocol_shipped_file(protocol)
+        table, label = yaml.safe_load(ref.read_text()), source
     else:
         table, label = proto.reference_params, source
         if key not in (table.get(dataset) or {}):   # values the method ships for this protocol
