@@ -1,7 +1,9 @@
 """An example atrec plug-in: MF with user-mean imputation of unobserved pairs (``mf-umi``).
 
 atrec finds :class:`MFUMI` through the entry point ``mf-umi`` of the group ``atrec.methods``
-(``pyproject.toml``). This module declares the method; the model is
+(``pyproject.toml``), and :class:`MFUMIAutodiff` through ``mf-umi-autodiff``: the same method
+written as its loss alone, differentiated by TensorFlow. This module declares the methods; the
+model is
 :mod:`atrec_example_umi.learner`, which takes TensorFlow from atrec (``from atrec.runtime import
 tf``): TensorFlow is then imported by the first fit, not by listing methods.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter
 from atrec.methods.learner_method import LearnerMethod
-from atrec_example_umi.learner import make_learner, user_means
+from atrec_example_umi.learner import make_autodiff_learner, make_learner, user_means
 
 __version__ = "0.1.0"
 
@@ -65,4 +67,22 @@ class MFUMI(LearnerMethod):
         return make_learner(means, params["gamma"])
 
 
-__all__ = ["GAMMA", "MFUMI"]
+class MFUMIAutodiff(MFUMI):
+    """:class:`MFUMI` defined by its loss alone (:func:`atrec_example_umi.learner.loss`):
+    TensorFlow's ``GradientTape`` gives its gradients inside the compiled loop, so no gradient
+    is derived by hand. Same numbers as ``mf-umi`` up to float rounding; somewhat slower."""
+
+    name = "mf-umi-autodiff"
+    label = "MF-UMI (autodiff)"
+    description = "mf-umi written as its loss alone, differentiated by TensorFlow"
+    reference_params = {"coat": {k.replace("mf-umi/", "mf-umi-autodiff/"): v
+                                 for k, v in MFUMI.reference_params["coat"].items()}}
+
+    def learner(self, params: dict, problem: FitProblem | None = None):
+        """The autodiff learner of :meth:`MFUMI.learner`'s model (same ``init``)."""
+        means = None if problem is None else user_means(
+            problem.train["user"], problem.train["rating"], problem.num_users)
+        return make_autodiff_learner(means, params["gamma"])
+
+
+__all__ = ["GAMMA", "MFUMI", "MFUMIAutodiff"]

@@ -1,4 +1,6 @@
-"""MF with user-mean imputation (mf-umi) as an atrec learner: model, loss, hand-written gradients.
+"""MF with user-mean imputation (mf-umi) as an atrec learner, written both ways: its loss with
+hand-written gradients (:func:`gradients`, :func:`make_learner`), and its loss alone, which
+TensorFlow differentiates (:func:`loss`, :func:`make_autodiff_learner`).
 
 Model: MF-IPS's predictor ``f(u,i) = theta_u . beta_i + b_u + b_i + b``. Loss on one step, with
 a batch ``O_B`` of observed ratings (weights ``w = 1/P``) and a batch ``U_B`` of ``|O_B|`` cells
@@ -30,6 +32,7 @@ import functools
 import numpy as np
 
 from atrec.learners import mf
+from atrec.learners.autodiff import loss_learner, mf_ips_loss
 from atrec.learners.base import MF, Learner, StepContext, uniform_cells
 from atrec.runtime import tf  # TensorFlow through atrec: quiet, and imported on first use
 
@@ -129,3 +132,25 @@ def make_learner(means: np.ndarray | None, gamma: float) -> Learner:
     return Learner("mf-umi", predict, gradients, factors,
                    init=functools.partial(init_params, means=means, gamma=float(gamma)),
                    scores=scores, takes_context=True)
+
+
+def loss(params: tuple, users, items, labels, weights, lam, snips, ctx: StepContext):
+    """The same loss per replica ``[R]`` (module doc), written once for autodiff
+    (:func:`atrec.learners.autodiff.loss_learner`): no gradient to derive. ``means`` and
+    ``gamma`` are read through ``tf.stop_gradient``, so their gradient is zero and Adam leaves
+    them as they are."""
+    means, gamma = tf.stop_gradient(params[4]), tf.stop_gradient(params[5])
+    n = users.shape[1] if users.shape[1] is not None else tf.shape(users)[1]
+    cu, ci = uniform_cells(ctx, n)
+    dev = mf.predict(mf_part(params), cu, ci) - tf.gather(means, cu, batch_dims=1)
+    return (mf_ips_loss(mf_part(params), users, items, labels, weights, lam, snips)
+            + gamma * tf.reduce_mean(dev * dev, axis=1))
+
+
+def make_autodiff_learner(means: np.ndarray | None, gamma: float) -> Learner:
+    """:func:`make_learner` with the gradients of :func:`loss` taken by ``tf.GradientTape``
+    inside the compiled loop instead of :func:`gradients`: the way to start a new method, and
+    the check of the hand-written gradients (the tests compare the two)."""
+    return loss_learner("mf-umi-autodiff", loss, predict,
+                        functools.partial(init_params, means=means, gamma=float(gamma)),
+                        scores, factors=factors, takes_context=True)

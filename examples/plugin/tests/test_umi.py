@@ -6,7 +6,7 @@ from importlib import metadata
 
 import numpy as np
 import pytest
-from atrec_example_umi import MFUMI
+from atrec_example_umi import MFUMI, MFUMIAutodiff
 from atrec_example_umi import learner as umi
 
 from atrec.data.synthetic import SMALL_SIZE, make_synthetic
@@ -69,6 +69,20 @@ def test_hand_written_gradients_match_autodiff(snips):
     assert not np.any(gmeans.numpy()) and not np.any(ggamma.numpy())   # constants stay put
 
 
+@pytest.mark.parametrize("snips", [1.0, 0.0])
+def test_loss_defined_learner_matches_the_hand_written_one(snips):
+    """The second way in: the loss alone, differentiated by TensorFlow, gives the hand-written
+    loss and gradients; the constants get a zero gradient."""
+    params, batch, ctx = _tiny([0.7, 0.2])
+    auto = umi.make_autodiff_learner(None, 0.7)
+    loss, grads = auto.gradients(params, *batch, 0.05, snips, ctx)
+    ref_loss, ref_grads = umi.gradients(params, *batch, 0.05, snips, ctx)
+    np.testing.assert_allclose(loss.numpy(), ref_loss.numpy(), rtol=1e-6)
+    for g, h in zip(grads, ref_grads):
+        np.testing.assert_allclose(g.numpy(), h.numpy(), rtol=1e-4, atol=1e-6)
+    assert not np.any(grads[4].numpy()) and not np.any(grads[5].numpy())
+
+
 def test_gamma_zero_is_mf_exactly():
     params, batch, ctx = _tiny([0.0, 0.0])
     loss, grads = umi.gradients(params, *batch, 0.01, 1.0, ctx)
@@ -128,6 +142,14 @@ def test_fit_with_gamma_zero_is_mf_ips_on_the_same_schedule(problem):
                  streams=np.asarray(seeds, np.int64), cells=(problem.num_users, problem.num_items))
     np.testing.assert_array_equal(got.selection_trace, ref.val_trace)
     np.testing.assert_array_equal(got.mae, ref.mae)
+
+
+def test_autodiff_method_trains_to_the_hand_written_numbers(problem):
+    params = {"dim": 5, "lam": 1e-3, "gamma": 0.3}
+    got = MFUMIAutodiff().fit(problem, params, SHORT)
+    ref = MFUMI().fit(problem, params, SHORT)
+    np.testing.assert_allclose(got.selection_trace, ref.selection_trace, rtol=1e-4)
+    np.testing.assert_allclose(got.mse, ref.mse, rtol=1e-4)
 
 
 def test_short_fit_with_at_is_finite_and_repeatable(problem):
