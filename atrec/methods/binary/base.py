@@ -45,6 +45,8 @@ PROP_BATCH = Hyperparameter("prop_batch", "int", 256, 32768, step=256, maximum=1
                             help="all-pairs per batch of the propensity model")
 PROP_LAM = Hyperparameter("prop_lam", "float", 1e-7, 1.0, log=True, maximum=10.0,
                           help="the propensity model's weight decay")
+PROP_LR = Hyperparameter("prop_lr", "float", 1e-3, 1e-1, log=True, maximum=10.0, positive=True,
+                         help="the propensity model's Adam learning rate")
 COMMON = (BINARY_DIM, BINARY_LAM, LR, BATCH)
 assert DIM.name == BINARY_DIM.name and LAM.name == BINARY_LAM.name
 

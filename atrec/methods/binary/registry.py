@@ -6,7 +6,7 @@ the binary method (:func:`atrec.methods.registry.registry_for`)."""
 from __future__ import annotations
 
 from atrec.methods.base import validate_method_class
-from atrec.methods.binary import ips
+from atrec.methods.binary import dr, ips
 from atrec.registry import Registry
 
 
@@ -19,7 +19,9 @@ def _validate(cls: type) -> None:
 
 BINARY_METHODS = Registry("binary method", "atrec.binary_methods", _validate)
 
-BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS)
+BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.BinaryDRJL,
+            dr.BinaryMRDRJL, dr.BinaryDRTextbook, dr.BinaryDRJLTextbook,
+            dr.BinaryMRDRJLTextbook)
 
 
 def _builtins() -> None:
