@@ -170,8 +170,7 @@ class _BinaryDRBase(BinaryMethod):
     def train(self, run) -> Trained:
         prop, pre = fit_propensity(run, *self.prop_keys)
         gamma = float(run.values["gamma"])
-        init = bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items,
-                                int(run.values["dim"]))
+        init = run.tables("pred")
         groups, extra_init, consts = self._imputation(run)
         stage = Stage(self.name, self.steps[1 if run.corrected else 0], {"pred": PRED, **groups},
                       int(run.values["batch_size"]), extra=UNIFORM_RATIO)
@@ -231,9 +230,7 @@ class BinaryDRJL(_BinaryDRBase):
     steps = (_dr_jl_reference, _dr_jl_textbook)
 
     def _imputation(self, run):
-        init = bm.normal_tables(run.seeds, "imp", run.num_users, run.num_items,
-                                int(run.values["dim"]))
-        return {"imp": IMP}, init, {}
+        return {"imp": IMP}, run.tables("imp"), {}
 
 
 class BinaryMRDRJL(BinaryDRJL):
