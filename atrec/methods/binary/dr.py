@@ -246,19 +246,25 @@ class BinaryMRDRJL(BinaryDRJL):
     stop = MRDR_STOP
 
 
-def _textbook(base: type) -> type:
-    """``base`` in its corrected form under either protocol, named ``<name>-textbook``: the
-    textbook DR correction (and, for the joint-learning methods, ``e_hat``), binary-clean's
-    default form; the same reference values."""
-    name = f"{base.name}-textbook"
+def _variant(base: type, suffix: str, form: str, words: str) -> type:
+    """``base`` in one form under either protocol, named ``<name>-<suffix>``, with the same
+    reference values: ``textbook`` (the textbook DR correction and, for the joint-learning
+    methods, ``e_hat``: binary-clean's default form) or ``coded`` (as the reference code
+    computes it: binary-icde24's), so either form can be compared under either protocol."""
+    name = f"{base.name}-{suffix}"
     values = [next(iter(base.reference_params[d].values())) for d in ("coat", "yahoo")]
-    return type(f"{base.__name__}Textbook", (base,), {
-        "__doc__": f"{base.label} with the textbook DR correction under either protocol.",
-        "__module__": __name__, "name": name, "label": f"{base.label} (textbook)",
-        "description": f"{base.label} with the textbook DR correction (binary protocols)",
-        "form": "corrected", "reference_params": reference_table(name, *values)})
+    return type(f"{base.__name__}{suffix.title()}", (base,), {
+        "__doc__": f"{base.label} {words} under either protocol.",
+        "__module__": __name__, "name": name, "label": f"{base.label} ({suffix})",
+        "description": f"{base.label} {words} (binary protocols)",
+        "form": form, "reference_params": reference_table(name, *values)})
 
 
-BinaryDRTextbook = _textbook(BinaryDR)
-BinaryDRJLTextbook = _textbook(BinaryDRJL)
-BinaryMRDRJLTextbook = _textbook(BinaryMRDRJL)
+_TEXTBOOK = ("textbook", "corrected", "with the textbook DR correction")
+_CODED = ("coded", "reference", "as the ICDE 2024 code computes it")
+BinaryDRTextbook = _variant(BinaryDR, *_TEXTBOOK)
+BinaryDRJLTextbook = _variant(BinaryDRJL, *_TEXTBOOK)
+BinaryMRDRJLTextbook = _variant(BinaryMRDRJL, *_TEXTBOOK)
+BinaryDRCoded = _variant(BinaryDR, *_CODED)
+BinaryDRJLCoded = _variant(BinaryDRJL, *_CODED)
+BinaryMRDRJLCoded = _variant(BinaryMRDRJL, *_CODED)

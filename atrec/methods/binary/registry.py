@@ -21,7 +21,7 @@ BINARY_METHODS = Registry("binary method", "atrec.binary_methods", _validate)
 
 BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.BinaryDRJL,
             dr.BinaryMRDRJL, dr.BinaryDRTextbook, dr.BinaryDRJLTextbook,
-            dr.BinaryMRDRJLTextbook)
+            dr.BinaryMRDRJLTextbook, dr.BinaryDRCoded, dr.BinaryDRJLCoded, dr.BinaryMRDRJLCoded)
 
 
 def _builtins() -> None:
