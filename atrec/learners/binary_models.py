@@ -18,7 +18,7 @@ import numpy as np
 
 from atrec.runtime import tf
 
-SALTS = {"pred": 11, "imp": 23, "prop": 37, "extra": 41}
+SALTS = {"pred": 11, "imp": 23, "prop": 37, "extra": 41, "bias": 53, "tprop": 59}
 
 
 def _rng(seed: int, salt: int) -> np.random.Generator:

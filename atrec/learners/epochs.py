@@ -139,6 +139,8 @@ class Stage:
     (batches of ``batch_size`` observed pairs, plus ``extra * batch_size`` pairs from all when
     ``extra`` > 0) or ``all`` (batches of ``batch_size`` pairs from all ``users x items``, given
     as the observed fields with ``labels`` = ``o``). ``groups``: name -> :class:`Group`.
+    ``reduce``: what the rule is fed per epoch, ``sum`` of the batches' terms (the reference
+    code's epoch loss) or the ``last`` batch's term (TDR's logistic propensity's rule).
     """
 
     name: str
@@ -147,6 +149,7 @@ class Stage:
     batch_size: int
     source: str = "observed"
     extra: int = 0
+    reduce: str = "sum"
 
 
 class ReferenceRule:
@@ -211,9 +214,11 @@ def _masked(new, old, active):
 
 
 @compiled.loop_cache
-def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num_items: int):
+def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num_items: int,
+                last: bool = False):
     """The compiled loop of one epoch of a stage (``groups_key``: the stage's groups as a
-    hashable tuple, so every stage of one kind shares its loop)."""
+    hashable tuple, so every stage of one kind shares its loop; ``last``: the epoch's term is
+    its last batch's, not the sum)."""
     groups = {name: Group(*rest) for name, *rest in groups_key}
 
     def loop(params, opt, hp, consts, obs, all_pos, active):
@@ -234,7 +239,7 @@ def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num
                     ao = tf.gather(consts["observed"], pos, batch_dims=1)
             state = StepState(params, opt, groups, hp, consts)
             term = step(state, Batch(users, items, labels, rows, au, ai, ao))
-            return j + 1, state.params, state.opt, total + term
+            return j + 1, state.params, state.opt, (term if last else total + term)
 
         total = tf.zeros_like(active, tf.float32)
         _, new_params, new_opt, total = tf.while_loop(
@@ -260,7 +265,8 @@ def new_opt(params: dict, groups: dict) -> dict:
 class StageResult:
     """A stage's end: its parameters per replica, the epochs each ran and the epoch losses
     ``[epochs, R]`` (NaN after a replica stopped); with a validation criterion, its trace and
-    the selected epoch (0-based)."""
+    the selected epoch (0-based); ``extras["opt"]``: the optimiser state that goes with
+    ``params`` (for a method's step after the stage, e.g. TDR's targeted step)."""
 
     params: dict
     epochs: np.ndarray
@@ -284,11 +290,12 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
     replicas = len(rngs)
     rule = rule or ReferenceRule(replicas)
     groups_key = tuple((g, s.names, s.lr, s.wd) for g, s in sorted(stage.groups.items()))
-    loop = _epoch_loop(stage.step, groups_key, stage.source, bool(stage.extra), num_items)
+    loop = _epoch_loop(stage.step, groups_key, stage.source, bool(stage.extra), num_items,
+                       stage.reduce == "last")
     hp = {k: tf.constant(v, tf.float32) for k, v in hp.items()}
     params = {k: tf.convert_to_tensor(v) for k, v in params.items()}
     opt = new_opt(params, stage.groups)
-    best = params
+    best, best_opt = params, opt
     active = np.ones(replicas, bool)
     epochs = np.zeros(replicas, np.int64)
     losses, vals = [], []
@@ -306,7 +313,7 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
             vals.append(np.where(active, value, np.nan))
             done = rule.update(np.where(active, value, np.inf), epoch) & active
             keep = tf.constant(rule.improved & active)
-            best = _masked(params, best, keep)
+            best, best_opt = _masked((params, opt), (best, best_opt), keep)
         else:
             done = rule.update(term) & active
         active = active & ~done
@@ -314,5 +321,5 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
             break
     if isinstance(rule, Patience):
         return StageResult(best, epochs, np.asarray(losses), np.asarray(vals),
-                           rule.best_epoch.copy(), rule.best.copy())
-    return StageResult(params, epochs, np.asarray(losses))
+                           rule.best_epoch.copy(), rule.best.copy(), {"opt": best_opt})
+    return StageResult(params, epochs, np.asarray(losses), extras={"opt": opt})

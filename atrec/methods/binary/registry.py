@@ -6,7 +6,7 @@ the binary method (:func:`atrec.methods.registry.registry_for`)."""
 from __future__ import annotations
 
 from atrec.methods.base import validate_method_class
-from atrec.methods.binary import dr, ips
+from atrec.methods.binary import cvib, dr, ips, tdr
 from atrec.registry import Registry
 
 
@@ -21,7 +21,10 @@ BINARY_METHODS = Registry("binary method", "atrec.binary_methods", _validate)
 
 BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.BinaryDRJL,
             dr.BinaryMRDRJL, dr.BinaryDRTextbook, dr.BinaryDRJLTextbook,
-            dr.BinaryMRDRJLTextbook, dr.BinaryDRCoded, dr.BinaryDRJLCoded, dr.BinaryMRDRJLCoded)
+            dr.BinaryMRDRJLTextbook, dr.BinaryDRCoded, dr.BinaryDRJLCoded, dr.BinaryMRDRJLCoded,
+            cvib.BinaryCVIB, cvib.BinaryDIB, tdr.BinaryTDR, tdr.BinaryTDRJL,
+            tdr.BinaryTDRTextbook, tdr.BinaryTDRJLTextbook, tdr.BinaryTDRCoded,
+            tdr.BinaryTDRJLCoded)
 
 
 def _builtins() -> None:
