@@ -32,7 +32,10 @@ def test_icde24_indexes_yahoo_by_its_one_based_ids(tiny_data):
     yahoo = replace(tiny_data, name="yahoo")
     sp = get_protocol("binary-icde24").split(yahoo, 0)
     assert (sp.num_users, sp.num_items) == (41, 31)
-    assert np.array_equal(sp.train.user, tiny_data.train.user + 1)
+    # the training triplets shuffled by a permutation drawn from the seed
+    order = np.random.default_rng([0, 2020]).permutation(400)
+    assert np.array_equal(sp.train.user, tiny_data.train.user[order] + 1)
+    assert np.array_equal(sp.train.item, tiny_data.train.item[order] + 1)
     assert sp.train.user.min() >= 1 and sp.test.item.min() >= 1
 
 
