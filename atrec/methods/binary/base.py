@@ -128,28 +128,34 @@ class BinaryRun:
                          max_epochs=self.settings.max_epochs)
 
     def main(self, stage: Stage, params: dict, hp: dict, consts: dict | None,
-             criterion: Callable, rule=None) -> StageResult:
+             criterion: Callable, rule=None, source_size: int | None = None) -> StageResult:
         """The main stage: the reference rule (or ``rule``), or under ``binary-clean`` early
-        stopping on ``criterion(params) -> [R]`` (the best epoch's parameters kept)."""
+        stopping on ``criterion(params) -> [R]`` (the best epoch's parameters kept).
+        ``source_size``: the primary source's size when it is not the training pairs (a stage
+        with ``source="all"``: ``num_users * num_items``)."""
         consts = {**self.consts, **(consts or {})}
         if self.clean:
             rule = Patience(self.replicas, self.settings.patience)
-        return run_stage(stage, params, hp, consts, self.rngs, self.n_train, self.num_users,
+        n = self.n_train if source_size is None else source_size
+        return run_stage(stage, params, hp, consts, self.rngs, n, self.num_users,
                          self.num_items, rule or ReferenceRule(self.replicas),
                          validate=criterion, max_epochs=self.settings.max_epochs)
 
-    def criterion(self, predict: Callable, weights: Callable | None = None) -> Callable:
+    def criterion(self, predict: Callable, weights: Callable | None = None,
+                  live: bool = False) -> Callable:
         """The validation criterion of ``predict(params, users, items) -> q``: the mean
         cross-entropy on the validation part, self-normalised with ``weights(users, items) ->
-        1/p`` when given."""
+        1/p`` when given; with ``live``, ``weights(params, users, items)`` reads the
+        parameters being trained (a propensity model trained with the predictor)."""
         val = self.val
+        args = (lambda p: (p,)) if live else (lambda p: ())
 
         @tf.function(jit_compile=True)
         def value(params):
             e = losses.bce(predict(params, val["user"], val["item"]), val["label"])
             if weights is None:
                 return tf.reduce_mean(e, axis=-1)
-            return losses.self_normalised(e, weights(val["user"], val["item"]))
+            return losses.self_normalised(e, weights(*args(params), val["user"], val["item"]))
 
         return value
 

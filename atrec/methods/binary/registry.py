@@ -6,7 +6,7 @@ the binary method (:func:`atrec.methods.registry.registry_for`)."""
 from __future__ import annotations
 
 from atrec.methods.base import validate_method_class
-from atrec.methods.binary import cvib, dr, ips, tdr
+from atrec.methods.binary import cvib, dr, dt, escm2, ips, multi, tdr
 from atrec.registry import Registry
 
 
@@ -24,7 +24,11 @@ BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.Binary
             dr.BinaryMRDRJLTextbook, dr.BinaryDRCoded, dr.BinaryDRJLCoded, dr.BinaryMRDRJLCoded,
             cvib.BinaryCVIB, cvib.BinaryDIB, tdr.BinaryTDR, tdr.BinaryTDRJL,
             tdr.BinaryTDRTextbook, tdr.BinaryTDRJLTextbook, tdr.BinaryTDRCoded,
-            tdr.BinaryTDRJLCoded)
+            tdr.BinaryTDRJLCoded,
+            dt.BinaryDTIPS, dt.BinaryDTDR, escm2.BinaryESCM2IPS, escm2.BinaryESCM2IPSCorrected,
+            escm2.BinaryESCM2DR, escm2.BinaryESCM2DRCorrected, escm2.BinaryESMM,
+            multi.BinaryMultiIPS, multi.BinaryMultiIPSCorrected, multi.BinaryMultiDR,
+            multi.BinaryMultiDRCorrected)
 
 
 def _builtins() -> None:

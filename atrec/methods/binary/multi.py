@@ -1,0 +1,235 @@
+"""Multi-IPS and Multi-DR (multi-task IPS and DR, Zhang et al. WWW 2020), as the ICDE 2024
+collection trains them (``Multi-IPS.py``, ``Multi-DR.py``; PROTOCOLS.md section 4).
+
+- Multi-IPS: shared user and item embeddings (``k``), concatenated (``2k``), feed two towers
+  ``MLP(2k -> k, no bias, ReLU, -> 1 with bias, sigmoid)``, the propensity ``p_hat`` and the
+  prediction ``q``; loss ``sum_O w BCE_eps(q, y)``, ``w = 1 / clip(p_hat, gamma, 1)``; one Adam
+  over everything (``lam``); batches of ``batch_size`` observed pairs (the script's
+  ``batch_size_prop``); the rule sums the loss.
+- Multi-DR: three MFs of size ``k`` (propensity, prediction, imputation);
+  ``[sum_O w BCE_eps(q, y) - sum_O BCE_eps(q_hat, q) + sum_D BCE_eps(q_hat_D, q_D)] / (G B)``,
+  the imputation terms reversed (the imputation model's output in the prediction's place);
+  three Adams (``prop_lam``, ``lam``, ``imp_lam``), one backward, nothing detached; the rule
+  sums ``sum_O w BCE_eps``.
+
+The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (PROTOCOLS.md section
+5), corrected under ``binary-clean`` and by the ``-corrected`` variants:
+
+- the propensity has NO observation loss: ``w`` is live, so the only gradient the propensity
+  gets pushes ``w`` down (``p_hat -> 1``). Corrected: ``mean_D BCE(p_hat_D, o_D)`` over ``G B``
+  pairs from all (Multi-IPS draws them only in this form) is added, and ``w`` is detached in
+  the IPS and DR terms (the propensity is fitted to ``o`` only);
+- Multi-DR's correction ``sum_O BCE_eps(q_hat, q)`` is not weighted. Corrected: weighted by
+  ``w``. Its reversed order is kept in both forms: those terms are the imputation model's only
+  training signal (``sum_D`` fits ``q_hat`` to ``q``), and in the normal order the imputation
+  model's objective is linear in ``q_hat``'s cross-entropy target, with no minimiser.
+
+Under ``binary-clean`` the validation criterion is the self-normalised cross-entropy weighted
+by the method's own ``w``.
+"""
+
+from __future__ import annotations
+
+from atrec.learners import binary_models as bm
+from atrec.learners import losses
+from atrec.learners.epochs import Group, Stage
+from atrec.methods.binary.base import COMMON, GAMMA, PROP_LAM, clip_weight
+from atrec.methods.binary.ips import SOURCE, reference_table
+from atrec.methods.binary.joint import (
+    IMP_LAM,
+    UNIFORM_RATIO,
+    JointMethod,
+    dr_eps,
+    ips_term_step,
+    variant_table,
+)
+from atrec.runtime import tf
+
+SHARE_SALT = 53      # the shared embeddings' stream (binary_models.SALTS holds the MFs')
+TOWERS = ("predtower", "proptower")
+TOWER_SALTS = {"predtower": 59, "proptower": 61}
+
+
+def tower_params(seeds, prefix: str, dim: int) -> dict:
+    """One tower's layers: ``{prefix1_a: [R, 2k, k]}`` (no bias) and ``{prefix2_a: [R, k],
+    prefix2_b: [R]}``, ``nn.Linear``'s default initialisation."""
+    salt = TOWER_SALTS[prefix]
+    first = bm.linear(seeds, prefix + "1", 2 * dim, dim, salt=salt)
+    second = bm.linear(seeds, prefix + "2", dim, 1, salt=salt + 1000)
+    return {prefix + "1_a": first[prefix + "1_a"], **second}
+
+
+def tower(p, prefix: str, z):
+    """``sigmoid(a2 . relu(z A1) + b2)`` of the concatenated embeddings ``z`` ``[R, n, 2k]``."""
+    h = tf.nn.relu(tf.einsum("rni,rij->rnj", z, p[prefix + "1_a"]))
+    return tf.sigmoid(tf.reduce_sum(h * p[prefix + "2_a"][:, None, :], -1)
+                      + p[prefix + "2_b"][:, None])
+
+
+def shared(p, users, items):
+    """``[W_u ; H_i]`` of the shared embeddings, ``[R, n, 2k]``."""
+    return tf.concat([bm.rows(p["share_W"], users), bm.rows(p["share_H"], items)], -1)
+
+
+def _observation(p, b, prop_fn):
+    return tf.reduce_mean(losses.bce(prop_fn(p, b.all_users, b.all_items), b.all_o), -1)
+
+
+def _multi_ips_prop(p, users, items):
+    return tower(p, "proptower", shared(p, users, items))
+
+
+def multi_ips_loss(state, b, corrected: bool, out: dict):
+    """Multi-IPS's loss of the parameters (module doc); ``out["ips"]``: ``sum_O w BCE_eps``,
+    the term the rule sums."""
+    hp = state.hp
+
+    def loss(p):
+        z = shared(p, b.users, b.items)
+        w = clip_weight(tower(p, "proptower", z), hp["gamma"])
+        if corrected:
+            w = tf.stop_gradient(w)
+        out["ips"] = tf.reduce_sum(w * losses.bce_eps(tower(p, "predtower", z), b.labels), -1)
+        return out["ips"] + _observation(p, b, _multi_ips_prop) if corrected else out["ips"]
+    return loss
+
+
+def multi_ips_coded(state, b):
+    return ips_term_step(state, lambda out: multi_ips_loss(state, b, False, out))
+
+
+def multi_ips_fixed(state, b):
+    return ips_term_step(state, lambda out: multi_ips_loss(state, b, True, out))
+
+
+def _multi_dr_prop(p, users, items):
+    return bm.mf_prob(p, "prop", users, items)
+
+
+def multi_dr_loss(state, b, corrected: bool, out: dict):
+    """Multi-DR's loss of the parameters (module doc); ``out["ips"]``: ``sum_O w BCE_eps``."""
+    hp = state.hp
+
+    def loss(p):
+        w = clip_weight(_multi_dr_prop(p, b.users, b.items), hp["gamma"])
+        if corrected:
+            w = tf.stop_gradient(w)
+        q = bm.mf_prob(p, "pred", b.users, b.items)
+        dr = dr_eps(q, b.labels, bm.mf_prob(p, "imp", b.users, b.items), w,
+                    bm.mf_prob(p, "pred", b.all_users, b.all_items),
+                    bm.mf_prob(p, "imp", b.all_users, b.all_items), weighted=corrected,
+                    reversed_=True)
+        out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
+        return dr + _observation(p, b, _multi_dr_prop) if corrected else dr
+    return loss
+
+
+DR_ORDER = ("prop", "pred", "imp")     # the code's order of the three optimisers' steps
+
+
+def multi_dr_coded(state, b):
+    return ips_term_step(state, lambda out: multi_dr_loss(state, b, False, out), DR_ORDER)
+
+
+def multi_dr_fixed(state, b):
+    return ips_term_step(state, lambda out: multi_dr_loss(state, b, True, out), DR_ORDER)
+
+
+class BinaryMultiIPS(JointMethod):
+    """Multi-IPS (``Multi-IPS.py``): shared embeddings, a propensity tower and a prediction
+    tower trained by IPS alone (module doc). Under ``binary-icde24`` the propensity tower has
+    no observation loss, as coded; under ``binary-clean`` (and ``multi-ips-corrected``) it
+    has one and ``w`` is detached. ``uniform_ratio`` is read by the corrected form only."""
+
+    name = "multi-ips"
+    label = "Multi-IPS"
+    description = "multi-task IPS: shared embeddings, propensity and prediction towers"
+    reference = SOURCE + "Multi-IPS.py"
+    reference_forms = "the propensity tower has no observation loss"
+    hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO)
+    reference_params = reference_table(
+        "multi-ips", {"dim": 16, "lam": 1e-4, "lr": 0.01, "batch_size": 1024, "gamma": 0.05,
+                      "uniform_ratio": 1},
+        {"dim": 256, "lam": 1e-2, "lr": 0.005, "batch_size": 32764, "gamma": 0.05,
+         "uniform_ratio": 1})
+
+    def predict(self, params, users, items):
+        return tower(params, "predtower", shared(params, users, items))
+
+    def _propensity(self, p, users, items):
+        return _multi_ips_prop(p, users, items)
+
+    def _init(self, run) -> dict:
+        k = int(run.values["dim"])
+        out = bm.normal_tables(run.seeds, "share", run.num_users, run.num_items, k,
+                               salt=SHARE_SALT)
+        for prefix in TOWERS:
+            out.update(tower_params(run.seeds, prefix, k))
+        return out
+
+    def _stage(self, run, init: dict) -> Stage:
+        names = tuple(sorted(init))
+        step = multi_ips_fixed if run.corrected else multi_ips_coded
+        extra = int(run.values["uniform_ratio"]) if run.corrected else 0
+        return Stage(self.name, step, {"all": Group(names)}, int(run.values["batch_size"]),
+                     extra=extra)
+
+
+class BinaryMultiIPSCorrected(BinaryMultiIPS):
+    """Multi-IPS with the propensity tower's observation loss whatever the protocol."""
+
+    name = "multi-ips-corrected"
+    label = "Multi-IPS (observed)"
+    description = "Multi-IPS with an observation loss on the propensity (corrected form)"
+    form = "corrected"
+    reference_params = variant_table("multi-ips-corrected", BinaryMultiIPS)
+
+
+class BinaryMultiDR(BinaryMultiIPS):
+    """Multi-DR (``Multi-DR.py``): three MFs trained jointly by the DR loss with reversed
+    imputation terms (module doc). Under ``binary-icde24`` the propensity has no observation
+    loss and the correction is unweighted, as coded; under ``binary-clean`` (and
+    ``multi-dr-corrected``) both corrected and ``w`` detached."""
+
+    name = "multi-dr"
+    label = "Multi-DR"
+    description = "multi-task DR: propensity, prediction and imputation MFs trained jointly"
+    reference = SOURCE + "Multi-DR.py"
+    reference_forms = "no observation loss on the propensity; unweighted DR correction"
+    hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO, PROP_LAM, IMP_LAM)
+    reference_params = reference_table(
+        "multi-dr", {"dim": 8, "lam": 1e-4, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
+                     "uniform_ratio": 4, "prop_lam": 1e-4, "imp_lam": 1e-2},
+        {"dim": 16, "lam": 1e-6, "lr": 0.05, "batch_size": 4096, "gamma": 0.05,
+         "uniform_ratio": 4, "prop_lam": 1e-5, "imp_lam": 1e-4})
+
+    def predict(self, params, users, items):
+        return bm.mf_prob(params, "pred", users, items)
+
+    def _propensity(self, p, users, items):
+        return _multi_dr_prop(p, users, items)
+
+    def _init(self, run) -> dict:
+        k = int(run.values["dim"])
+        return {n: v for prefix in ("prop", "pred", "imp")
+                for n, v in bm.normal_tables(run.seeds, prefix, run.num_users, run.num_items,
+                                             k).items()}
+
+    def _stage(self, run, init: dict) -> Stage:
+        step = multi_dr_fixed if run.corrected else multi_dr_coded
+        groups = {"prop": Group(("prop_W", "prop_H"), wd="prop_lam"),
+                  "pred": Group(("pred_W", "pred_H")),
+                  "imp": Group(("imp_W", "imp_H"), wd="imp_lam")}
+        return Stage(self.name, step, groups, int(run.values["batch_size"]),
+                     extra=int(run.values["uniform_ratio"]))
+
+
+class BinaryMultiDRCorrected(BinaryMultiDR):
+    """Multi-DR with the observation loss and the weighted correction whatever the
+    protocol."""
+
+    name = "multi-dr-corrected"
+    label = "Multi-DR (corrected)"
+    description = "Multi-DR with an observation loss and a weighted correction (corrected)"
+    form = "corrected"
+    reference_params = variant_table("multi-dr-corrected", BinaryMultiDR)
