@@ -140,8 +140,7 @@ class BinaryDTIPS(joint.JointMethod):
 
     def _init(self, run) -> dict:
         k, k1 = int(run.values["dim"]), int(run.values["dim1"])
-        return {**bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items, k1),
-                **bm.normal_tables(run.seeds, "prop", run.num_users, run.num_items, k)}
+        return {**run.tables("pred", k1), **run.tables("prop", k)}
 
     def _groups(self) -> dict:
         return {"prop": Group(PROP, wd="prop_lam"), "pred": Group(PRED)}
@@ -174,8 +173,7 @@ class BinaryDTDR(BinaryDTIPS):
     step = staticmethod(_dr_step)
 
     def _init(self, run) -> dict:
-        return {**super()._init(run), **bm.normal_tables(
-            run.seeds, "imp", run.num_users, run.num_items, int(run.values["dim1"]))}
+        return {**super()._init(run), **run.tables("imp", int(run.values["dim1"]))}
 
     def _groups(self) -> dict:
         return {**super()._groups(), "imp": Group(IMP, wd="imp_lam")}

@@ -180,9 +180,8 @@ class BinaryESCM2IPS(JointMethod):
          "uniform_ratio": 1, "alpha": 1.0, "beta": 1.0, "theta": 1e-4})
 
     def _init(self, run) -> dict:
-        k = int(run.values["dim"])
-        return {**bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items, k),
-                **bm.ncf_params(run.seeds, run.num_users, run.num_items, k)}
+        return {**run.tables("pred"), **bm.ncf_params(run.seeds, run.num_users, run.num_items,
+                                                      int(run.values["dim"]))}
 
     def _stage(self, run, init: dict) -> Stage:
         every = PRED + PROP_NAMES
@@ -228,10 +227,7 @@ class BinaryESCM2DR(BinaryESCM2IPS):
          "imp_lam": 1e-5})
 
     def _init(self, run) -> dict:
-        k = int(run.values["dim"])
-        return {n: v for prefix in ("pred", "imp", "prop")
-                for n, v in bm.normal_tables(run.seeds, prefix, run.num_users, run.num_items,
-                                             k).items()}
+        return {n: v for prefix in ("pred", "imp", "prop") for n, v in run.tables(prefix).items()}
 
     def _stage(self, run, init: dict) -> Stage:
         step = escm2_dr_weighted if run.corrected else escm2_dr_unweighted
@@ -274,10 +270,7 @@ class BinaryESMM(JointMethod):
     all_labels = True
 
     def _init(self, run) -> dict:
-        k = int(run.values["dim"])
-        return {n: v for prefix in ("pred", "prop")
-                for n, v in bm.normal_tables(run.seeds, prefix, run.num_users, run.num_items,
-                                             k).items()}
+        return {n: v for prefix in ("pred", "prop") for n, v in run.tables(prefix).items()}
 
     def _stage(self, run, init: dict) -> Stage:
         return Stage(self.name, esmm_step,

@@ -162,7 +162,7 @@ class BinaryMultiIPS(JointMethod):
     def _init(self, run) -> dict:
         k = int(run.values["dim"])
         out = bm.normal_tables(run.seeds, "share", run.num_users, run.num_items, k,
-                               salt=SHARE_SALT)
+                               salt=SHARE_SALT + run.init_salt)
         for prefix in TOWERS:
             out.update(tower_params(run.seeds, prefix, k))
         return out
@@ -210,10 +210,7 @@ class BinaryMultiDR(BinaryMultiIPS):
         return _multi_dr_prop(p, users, items)
 
     def _init(self, run) -> dict:
-        k = int(run.values["dim"])
-        return {n: v for prefix in ("prop", "pred", "imp")
-                for n, v in bm.normal_tables(run.seeds, prefix, run.num_users, run.num_items,
-                                             k).items()}
+        return {n: v for prefix in ("prop", "pred", "imp") for n, v in run.tables(prefix).items()}
 
     def _stage(self, run, init: dict) -> Stage:
         step = multi_dr_fixed if run.corrected else multi_dr_coded
