@@ -17,6 +17,7 @@ from atrec.protocol import PAPER_TRIALS
 from atrec.reporting.tables import render
 from atrec.workflows.pipeline import reproduce
 from atrec.workflows.variance import (
+    VARIANCE_PARAMS,
     VarianceRequest,
     describe_params,
     describe_settings,
@@ -36,9 +37,11 @@ from atrec.workflows.variance import (
               help="Train plain MF-IPS. Give both flags (or neither) for both.")
 @click.option("--seeds", default="20", show_default=True,
               help="How many seeds (20 = seeds 0..19), a range (0-4) or a list (1,3,5).")
-@click.option("--params", default="default", show_default=True,
+@click.option("--params", default=VARIANCE_PARAMS, show_default=True,
               help="default (documented set), tuned (from 'atrec variance --tune'), or a YAML "
-                   "parameter file with keys ml-100k-min<N> -> data-item / data-item-at.")
+                   "parameter file with keys ml-100k-min<N> -> data-item / data-item-at; "
+                   "several comma-separated: the first that has values for every min_items "
+                   "(the default: the sets every command reads, with 'default' before 'tuned').")
 @click.option("--tune", is_flag=True,
               help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
                    "resumable) and train with the tuned values (implies --params tuned).")
@@ -74,7 +77,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
     parameter set used is named on standard error. Example: atrec variance --min-items 1,50
     --seeds 5
     """
-    if tune and params not in ("default", "tuned"):
+    if tune and params not in (VARIANCE_PARAMS, "default", "tuned"):
         raise AtrecError(f"--tune writes the tuned set and trains with it: drop --params {params}")
     settings, at_settings = protocol_settings(steps, pre_steps)
     request = VarianceRequest(

@@ -115,10 +115,12 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
               help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format of the pass/fail tables.")
-@click.option("--params", default="published", show_default=True,
-              help="Parameter set of the results: published, tuned, or a parameter FILE; "
-                   "add +ips / +per-seed for runs trained with --loss ips / --batch-seed "
-                   "per-seed (e.g. published+ips).")
+@click.option("--params", default=DEFAULT_PARAMS, show_default=True,
+              help="Parameter set of the results: published, tuned-atrec, reference, tuned, or "
+                   "a parameter FILE; add +ips / +per-seed for runs trained with --loss ips / "
+                   "--batch-seed per-seed (e.g. published+ips); several comma-separated: each "
+                   "configuration from the first that has its results (the default: the sets "
+                   "'atrec train' reads, so MF-IPS is checked with the published values).")
 @methods_option(help="The method whose results are compared with the paper's Table 1 "
                      "(default mf-ips, the paper's).")
 @click.option("--allow-missing", is_flag=True,

@@ -33,6 +33,7 @@ from atrec.reporting.tables import render
 from atrec.results.params import DEFAULT_PARAMS, tuned_params_path
 from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
+from atrec.tuning.configs import START_PARAMS, check_start
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
@@ -99,12 +100,17 @@ def run_command(**options) -> None:
 @click.option("--storage", default=None,
               help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
                    "Default: sqlite:///<results>/optuna.db.")
+@click.option("--params", "start", default=START_PARAMS, show_default=True,
+              help="The sets a new study's first trial is taken from: the first, of those "
+                   "comma-separated, that has the configuration's values (with AT and none, its "
+                   "values without AT, epsilon sampled), so the best found is never worse on "
+                   "the objective than what 'atrec train' would use; 'none': the sampler alone.")
 @click.option("--study-prefix", default="atrec", show_default=True,
               help="Studies are named <prefix>-<dataset>-[<method>/]<propensity>[-at].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
 @friendly_errors
-def tune_command(datasets, methods, propensities, with_at, without_at, trials, storage,
+def tune_command(datasets, methods, propensities, with_at, without_at, trials, start, storage,
                  study_prefix, fmt, quiet, protocol) -> None:
     """Tune dim, lam (and epsilon with AT) with Optuna TPE; export the best to --params tuned.
 
@@ -124,7 +130,8 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
         at_options=((False,) if binary and not (with_at or without_at) else
                     (False, True) if with_at == without_at else (with_at,)),
         trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(expand_methods(methods, protocol)), protocol=protocol)
+        methods=tuple(expand_methods(methods, protocol)), protocol=protocol,
+        start=check_start(start))
     require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:

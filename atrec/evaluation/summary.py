@@ -296,7 +296,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
         cells.update({k: c for k, c in s.cells.items() if k[:3] in configs})
         traces.update({k: t for k, t in s.traces.items() if (*k, True) in configs})
     datasets = tuple(dict.fromkeys(d for s in summaries for d in s.datasets))
-    return Summary(params=", ".join(s.params for s in used) or first.params, datasets=datasets,
+    return Summary(params=", ".join(s.params for s in (used or summaries)), datasets=datasets,
                    expected_seeds=first.expected_seeds, cells=cells, traces=traces,
                    warnings=tuple(w for s in used for w in s.warnings), method=first.method)
 
@@ -319,14 +319,18 @@ def load_summary(root: Path | None = None, datasets: Iterable[str] | None = None
                  method: str = DEFAULT_METHOD) -> Summary:
     """Read the records under ``root`` (default: the results folder) and summarize them.
 
-    ``params`` is a ``--params`` value (``published``, ``tuned`` or a parameter file path).
-    ``datasets`` default: every dataset that has records of this parameter set.
+    ``params`` is a ``--params`` value (``published``, ``tuned`` or a parameter file path), or
+    several comma-separated: each configuration then from the first set that has its results
+    (:func:`merge_summaries`). ``datasets`` default: every dataset that has records of them.
     """
-    label = resolve_params_label(params)
+    labels = [resolve_params_label(p.strip()) for p in str(params).split(",") if p.strip()]
+    if not labels:
+        raise AtrecError("empty --params value: give a parameter set, or several comma-separated")
     wanted = None if datasets is None else tuple(datasets)
     if wanted is None:
         records = list(iter_records(root))
     else:
         records = [r for d in wanted for r in iter_records(root, d)]
-    return summarize(records, params=label, datasets=wanted, expected_seeds=expected_seeds,
-                     method=method)
+    return merge_summaries([summarize(records, params=label, datasets=wanted,
+                                      expected_seeds=expected_seeds, method=method)
+                            for label in labels])

@@ -23,8 +23,8 @@ def _method_rows(registry) -> list[dict]:
                         "hyperparameters (search space)": space,
                         "with AT adds": (f"{EPSILON.name}: {EPSILON.describe()}"
                                          if cls.serves_in_at else "- (cannot serve in AT)"),
-                        "tuning budget": f"{TUNING_BUDGET} trials" + (
-                            ", 1st = reference values" if cls.reference_params else ""),
+                        # the first trial is the values train would use (atrec tune --params)
+                        "tuning budget": f"{TUNING_BUDGET} trials, 1st = train's values if any",
                         "uses": ", ".join(uses) or "-", "origin": entry.origin,
                         "description": cls.description})
     return methods

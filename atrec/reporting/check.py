@@ -55,7 +55,7 @@ from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, sig
 from atrec.reporting.report import table_summary
 from atrec.reporting.table1 import paper_table
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import PUBLISHED
+from atrec.results.params import DEFAULT_PARAMS
 
 EXIT_FAILED = 4
 GATING_CLAIMS = (1, 2, 3)
@@ -199,14 +199,15 @@ def _check_cell(dataset: str, propensity: str, with_at: bool, metric: str, paper
 
 
 def check(records_root: Path | None = None, datasets: Sequence[str] | None = None,
-          params_label: str = PUBLISHED, tolerances: Mapping[str, Tolerance] | None = None,
+          params_label: str = DEFAULT_PARAMS, tolerances: Mapping[str, Tolerance] | None = None,
           allow_missing: bool = False, gating_claims: Sequence[int] = GATING_CLAIMS,
           expected_seeds: int = EXPECTED_SEEDS, method: str = DEFAULT_METHOD) -> CheckResult:
     """Compare the results under ``records_root`` with the published Table 1.
 
     ``datasets``: those of Table 1 to check (default: those with results of this parameter
     set). ``params_label``: ``published``, ``tuned`` or a parameter file (the table is compared
-    with the paper either way). ``tolerances`` overrides :data:`DEFAULT_TOLERANCES` per metric.
+    with the paper either way), or several comma-separated, each configuration from the first
+    with results (default: the chain train reads, whose MF-IPS values are the published ones). ``tolerances`` overrides :data:`DEFAULT_TOLERANCES` per metric.
     A cell without results fails with the command that produces it, unless ``allow_missing``.
     ``method``: whose results are compared (default MF-IPS, the method of the paper's table).
     Raises :class:`AtrecError` (exit code 4) when there are no results at all.

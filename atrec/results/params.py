@@ -87,7 +87,7 @@ _VARIANCE_DATASET = re.compile(r"ml-100k-min\d+")  # atrec.experiments.variance'
 # name their source) and what 'atrec tune' records beside each entry (atrec.tuning.export).
 TABLE_METADATA = ("source",)
 ENTRY_METADATA = ("study", "trials", "best_value", "best_trial", "storage", "updated",
-                  "reference_value")
+                  "reference_value", "start", "start_value")
 
 
 def tuned_params_path(protocol: str = DEFAULT_PROTOCOL) -> Path:
@@ -249,11 +249,14 @@ def tune_command_for(dataset: str, propensity: str, with_at: bool, method: str) 
     return " ".join(parts)
 
 
-def _chain_params(sets: list[str], dataset: str, propensity: str, with_at: bool,
-                  method: str, tables: dict) -> tuple[HyperParams, str]:
-    """The first set of ``sets`` with values for the configuration. In a chain, ``published``
-    is the paper's file alone (a baseline's authors' values are its ``reference``), and a set
-    that cannot be read here (no tuned file yet) has none; ``tables`` caches loaded sets."""
+def chain_lookup(sets, dataset: str, propensity: str, with_at: bool, method: str,
+                 tables: dict | None = None) -> tuple[HyperParams, str] | None:
+    """``(params, label)`` from the first set of ``sets`` with values for the configuration,
+    ``None`` when none has them. In a chain, ``published`` is the paper's file alone (a
+    baseline's authors' values are its ``reference``), and a set that cannot be read here (no
+    tuned file yet) has none; a parameter FILE the user named must exist and parse.
+    ``tables`` caches loaded sets between calls."""
+    tables = {} if tables is None else tables
     key = config_key(propensity, with_at, method)
     for source in sets:
         if source not in tables:
@@ -261,15 +264,33 @@ def _chain_params(sets: list[str], dataset: str, propensity: str, with_at: bool,
                 tables[source] = load_param_table(source)
             except AtrecError:
                 if source not in NAMED_SETS:
-                    raise          # a parameter FILE the user named must exist and parse
+                    raise
                 tables[source] = ({}, source)
         table, label = tables[source]
         section = table.get(dataset)
         if isinstance(section, dict) and section.get(key) is not None:
             return lookup(table, dataset, key, label, method), label
-    raise AtrecError(f"no parameters for {dataset}/{key} in {', '.join(sets)}: run "
-                     f"'{tune_command_for(dataset, propensity, with_at, method)}' (its values "
-                     f"then come from {TUNED})")
+    return None
+
+
+def no_values_error(sets, dataset: str, propensity: str, with_at: bool,
+                    method: str) -> AtrecError:
+    """The one-line error for a configuration that no set of ``sets`` has values for: the sets
+    tried and the ``atrec tune`` command that fills the gap."""
+    return AtrecError(f"no parameters for {dataset}/{config_key(propensity, with_at, method)} "
+                      f"in {', '.join(sets)}: run "
+                      f"'{tune_command_for(dataset, propensity, with_at, method)}' (its values "
+                      f"then come from {TUNED})")
+
+
+def _chain_params(sets: list[str], dataset: str, propensity: str, with_at: bool,
+                  method: str, tables: dict) -> tuple[HyperParams, str]:
+    """The first set of ``sets`` with values for the configuration (:func:`chain_lookup`), or
+    the one-line error naming the sets and the tune command."""
+    found = chain_lookup(sets, dataset, propensity, with_at, method, tables)
+    if found is None:
+        raise no_values_error(sets, dataset, propensity, with_at, method)
+    return found
 
 
 def get_params(source: str, dataset: str, propensity: str, with_at: bool,

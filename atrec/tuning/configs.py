@@ -21,7 +21,17 @@ from atrec.methods.registry import configurations, method_class
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.protocols import get_protocol
-from atrec.results.params import HyperParams, tuned_params_path
+from atrec.results.params import (
+    DEFAULT_CHAIN,
+    NAMED_SETS,
+    REFERENCE,
+    TUNED,
+    HyperParams,
+    chain_lookup,
+    chain_sets,
+    load_param_table,
+    tuned_params_path,
+)
 from atrec.runtime import compiled
 from atrec.tuning.export import export_best
 from atrec.tuning.space import SearchSpace
@@ -35,6 +45,13 @@ from atrec.tuning.study import (
     WorkerSettings,
     run_study,
 )
+
+# The sets a study's first trial is taken from, in order (``atrec tune --params``): the default
+# chain without ``tuned``, the set a study writes, so a new study never depends on what an
+# earlier one left in the results folder.
+START_SETS = tuple(s for s in DEFAULT_CHAIN if s != TUNED)
+START_PARAMS = ",".join(START_SETS)
+NO_START = "none"    # --params none: the sampler alone (PROTOCOL.md's tuning of Table 1)
 
 
 def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
@@ -73,6 +90,7 @@ class TuneRequest:
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     methods: tuple[str, ...] = (DEFAULT_METHOD,)
     protocol: str = DEFAULT_PROTOCOL
+    start: str | None = START_PARAMS   # the sets of the first trial (chain_start); None: none
 
     def __post_init__(self) -> None:
         if int(self.trials) != self.trials or self.trials < 1:
@@ -102,13 +120,44 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
     return attrs
 
 
+def check_start(sets: str) -> str | None:
+    """A ``--params`` value of ``atrec tune`` checked before any work: ``None`` for ``none``,
+    else the sets, each a named set or an existing parameter file (one-line error naming it)."""
+    if str(sets).strip().lower() == NO_START:
+        return None
+    for name in chain_sets(sets):
+        if name not in NAMED_SETS:
+            load_param_table(name)      # a file must exist and parse
+    return sets
+
+
+def chain_start(dataset: str, propensity: str, with_at: bool, method: str = DEFAULT_METHOD,
+                sets: str | None = START_PARAMS) -> tuple[dict, str] | None:
+    """The first trial of a study and the set it comes from: the values of the first set of
+    ``sets`` (comma-separated; default :data:`START_SETS`, the chain that train and run read)
+    that has this configuration, so tuning is never worse on the objective than the values a
+    train without ``--params`` would use; with AT and no set holding the configuration, the
+    first set's values of the same configuration without AT (``epsilon`` then sampled).
+    ``None`` where no set has either, or ``sets`` is ``None`` / ``none`` (the sampler alone)."""
+    if sets is None or str(sets).strip().lower() == NO_START:
+        return None
+    chain = chain_sets(sets)
+    found = chain_lookup(chain, dataset, propensity, with_at, method)
+    if found is None and with_at:
+        found = chain_lookup(chain, dataset, propensity, False, method)
+    if found is None:
+        return None
+    params, label = found
+    return params.as_dict(), label
+
+
 def reference_start(dataset: str, propensity: str, with_at: bool,
                     method: str = DEFAULT_METHOD, protocol: str | None = None) -> dict | None:
     """The first trial of a study: the method's ``reference`` values for this configuration
     (:attr:`~atrec.methods.base.Method.reference_params`), so tuning is never worse on the
     objective than its authors' values; with AT and no values of their own, those of the same
-    configuration without AT (``epsilon`` then sampled). ``None`` where the method has none
-    (MF-IPS: PROTOCOL.md's tuning starts from the sampler alone)."""
+    configuration without AT (``epsilon`` then sampled). ``None`` where the method has none.
+    The first trial under a protocol other than saito2020 (whose is :func:`chain_start`'s)."""
     table = method_class(method, protocol).reference_params.get(dataset) or {}
     values = table.get(config_key(propensity, with_at, method))
     if values is None and with_at:
@@ -123,7 +172,8 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                 progress: Callable[[Progress], None] | None = None,
                 export_path: Path | None = None, method: str = DEFAULT_METHOD,
                 notice: Callable[[str], None] | None = None,
-                protocol: str = DEFAULT_PROTOCOL) -> StudyOutcome:
+                protocol: str = DEFAULT_PROTOCOL,
+                start: str | None = START_PARAMS) -> StudyOutcome:
     """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
 
     The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``;
@@ -132,7 +182,7 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
     measures, since it is stored with the study). ``storage``: a URL or an opened storage
     (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file; ``notice``
     as in :func:`run_study` (what this worker waits for). A new study's first trial is
-    :func:`reference_start`'s, where the method has reference values.
+    :func:`chain_start`'s from the sets ``start`` names (default :data:`START_PARAMS`).
     """
     if objective is None:
         objective = make_objective(data, propensity, with_at, settings, at_settings, method,
@@ -142,10 +192,15 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
     if protocol != DEFAULT_PROTOCOL:
         attrs["protocol"] = protocol
     name = study_name(study_prefix, data.name, propensity, with_at, method)
+    if protocol == DEFAULT_PROTOCOL:
+        first = chain_start(data.name, propensity, with_at, method, start)
+    else:   # another protocol's sets are its own: its methods' reference values
+        values = reference_start(data.name, propensity, with_at, method, protocol)
+        first = (values, REFERENCE) if values else None
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
                         progress=progress, space=SearchSpace.for_method(method, protocol),
-                        notice=notice, first_trial=reference_start(data.name, propensity, with_at,
-                                                                   method, protocol))
+                        notice=notice, first_trial=first[0] if first else None,
+                        first_label=first[1] if first else REFERENCE)
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
     outcome.method = method
     export_best([outcome], export_path)
@@ -192,14 +247,16 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
                 settings=settings, at_settings=at_settings,
                 study_prefix=prefix, worker=request.worker,
                 progress=progress, export_path=export_path, method=method, notice=notice,
-                protocol=proto.name))
+                protocol=proto.name, start=request.start))
     return outcomes
 
 
 def tune_all(datasets, propensities, at_options, trials: int = DEFAULT_TRIALS,
              storage: str | None = None, study_prefix: str = DEFAULT_PREFIX, quiet: bool = True,
              progress: Callable[[Progress], None] | None = None) -> list[StudyOutcome]:
-    """:func:`tune` of a selection given as lists (``quiet`` drops ``progress``)."""
+    """:func:`tune` of a selection given as lists (``quiet`` drops ``progress``): PROTOCOL.md's
+    tuning of Table 1 (``atrec reproduce --tune``), from the sampler alone like the authors'
+    (a first trial at their published values would decide what it is meant to find)."""
     request = TuneRequest(tuple(datasets), tuple(propensities), tuple(at_options), trials,
-                          storage, study_prefix)
+                          storage, study_prefix, start=None)
     return tune(request, progress=None if quiet else progress)

@@ -12,7 +12,7 @@ from atrec.errors import AtrecError
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.propensity.registry import propensity_label
-from atrec.results.params import read_tuned_file, tuned_params_path
+from atrec.results.params import REFERENCE, read_tuned_file, tuned_params_path
 from atrec.tuning.storage import file_lock
 from atrec.tuning.study import StudyOutcome
 
@@ -21,7 +21,9 @@ EXPORT_HEADER = """\
 # Read by '--params tuned'. Per entry: dim, lam[, epsilon] are the parameters; study, trials,
 # best_value (lowest validation loss), best_trial, storage and updated record where they
 # come from; reference_value, where present, is the loss of the first trial, run at the
-# method's reference values. Entries are merged, one per study, under a file lock; edit with care.
+# method's reference values; start_value, that of a first trial run at the values of the set
+# named by start (published, tuned-atrec). Entries are merged, one per study, under a file lock;
+# edit with care.
 """
 
 
@@ -45,8 +47,10 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
             entry.update(study=o.study, trials=o.complete, best_value=o.best_value,
                          best_trial=o.best_trial, storage=o.storage,
                          updated=datetime.now(UTC).isoformat(timespec="seconds"))
-            if o.start_value is not None:   # the first trial's, at the reference values
-                entry["reference_value"] = o.start_value
+            if o.start_value is not None and o.start in (None, REFERENCE):
+                entry["reference_value"] = o.start_value   # the first trial's, at the authors'
+            elif o.start_value is not None:
+                entry.update(start=o.start, start_value=o.start_value)
             section = table.setdefault(o.dataset, {})
             if not isinstance(section, dict):
                 raise AtrecError(f"tuned parameter file {path}: '{o.dataset}' is not a mapping; "

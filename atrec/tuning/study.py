@@ -134,6 +134,7 @@ class StudyOutcome:
     with_at: bool = False
     method: str = DEFAULT_METHOD
     start_value: float | None = None   # the value of the enqueued first trial
+    start: str | None = None           # the set its values came from (its START_ATTR)
 
 
 class _Surplus(Exception):
@@ -349,8 +350,10 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
         trials = study.get_trials(deepcopy=False)
     outcome.complete = _counts(trials)[0]
     outcome.best_value, best = _best(trials)
-    outcome.start_value = next((float(t.value) for t in trials if START_ATTR in t.user_attrs
-                                and t.state == TrialState.COMPLETE), None)
+    first = next((t for t in trials if START_ATTR in t.user_attrs
+                  and t.state == TrialState.COMPLETE), None)
+    if first is not None:
+        outcome.start_value, outcome.start = float(first.value), str(first.user_attrs[START_ATTR])
     if best is not None:
         p = best.params
         outcome.best_params = HyperParams.from_values(dict(p))

@@ -3,12 +3,14 @@ import math
 
 import pytest
 from click.testing import CliRunner
-from synthetic_records import write_records
+from synthetic_records import SEEDS, WITH, linear_trace, make_record, paper_values, write_records
 
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.reporting.check import DEFAULT_TOLERANCES, Tolerance, check, render_check
 from atrec.reporting.claims import FAILS, HOLDS, MISSING
+from atrec.results.params import DEFAULT_PARAMS
+from atrec.results.records import record_path, save_record
 
 SE = math.sqrt(0.001 / 4) / math.sqrt(5)  # standard error of every synthetic cell
 
@@ -152,3 +154,26 @@ def test_cli_check_exit_codes(good, coat_off, tmp_path, monkeypatch):
     empty = runner.invoke(main, ["check"])
     assert empty.exit_code == 4 and empty.output.startswith("error: no results")
     assert empty.output.count("\n") == 1
+
+
+def test_check_reads_the_default_chain_each_cell_from_the_first_set_with_results(tmp_path):
+    """Without --params, check reads the sets train reads: a Table 1 cell that has no published
+    results is taken from the next set that has them (here tuned-atrec), and says so."""
+    root = write_records(tmp_path, datasets=("coat",), skip=[("coat", "item", True)])
+    base = paper_values()[("coat", "item", True)]
+    for seed in SEEDS:
+        metrics = {m: v + WITH[seed] for m, v in base.items()}
+        metrics.update(ndcg3_standard=0.61 + WITH[seed], best_step=10, best_val_loss=1.0)
+        save_record(make_record("coat", "item", True, seed, metrics, params_source="tuned-atrec",
+                                trace=linear_trace(WITH[seed])),
+                    record_path("coat", "item-at", "tuned-atrec", seed, root))
+    chained = check(root, expected_seeds=5)
+    cell = _cell(chained, "coat", "item", True, "mae")
+    assert cell.status == "pass" and cell.n == 5
+    assert chained.params == "published, tuned-atrec" and chained.passed
+    alone = check(root, params_label="published", expected_seeds=5)
+    assert _cell(alone, "coat", "item", True, "mae").status.startswith("missing")
+    # the absurd 'tuned' record of coat/uniform never replaces the published cell
+    assert _cell(chained, "coat", "uniform", False, "mae").status == "pass"
+    option = next(p for p in main.commands["check"].params if p.name == "params")
+    assert option.default == DEFAULT_PARAMS

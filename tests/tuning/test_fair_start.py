@@ -1,10 +1,13 @@
-"""Fair tuning: one budget for every study, and a method's reference values as the first trial
-of its studies, so the best value found is never worse than theirs on the objective."""
+"""Fair tuning: one budget for every study, and the values 'atrec train' would use (the default
+chain: published, tuned-atrec, reference) as the first trial of its studies, so the best value
+found is never worse than theirs on the objective."""
 
 from types import SimpleNamespace
 
 import optuna
 import pytest
+import yaml
+from click.testing import CliRunner
 from test_tuning import FAST
 from test_tuning import fake_loss as loss
 
@@ -12,9 +15,9 @@ from atrec.cli import main
 from atrec.methods.catalogue import catalogue_rows
 from atrec.methods.registry import METHODS
 from atrec.protocol import TUNING_BUDGET
-from atrec.results.params import HyperParams, get_params
+from atrec.results.params import ENTRY_METADATA, HyperParams, get_params, load_param_table
 from atrec.tuning import run_study, study_name, tune_config
-from atrec.tuning.configs import reference_start
+from atrec.tuning.configs import START_PARAMS, chain_start
 
 
 def trials_of(url, name):
@@ -44,29 +47,63 @@ def test_with_at_the_start_fixes_the_given_names_and_samples_epsilon(tmp_path):
 
 
 @pytest.mark.parametrize("method", ["cause", "damf"])
-def test_reference_start_is_the_methods_reference_values(method):
+def test_the_start_is_the_first_set_of_the_chain_with_values(method):
+    """The first trial comes from the sets train reads, in their order: tuned-atrec before the
+    authors' reference values; with AT and no values with AT, those without (epsilon
+    sampled); 'none' or no set with values: the sampler alone."""
+    shipped = load_param_table("tuned-atrec")[0]["coat"][f"{method}/none"]
+    values, label = chain_start("coat", "none", False, method)
+    assert label == "tuned-atrec"
+    assert values == {k: v for k, v in shipped.items() if k not in ENTRY_METADATA}
     ref = METHODS.get(method).reference_params["coat"][f"{method}/none"]
-    assert reference_start("coat", "none", False, method) == ref
-    assert reference_start("coat", "none", True, method) == ref   # epsilon left to the sampler
-    assert reference_start("ml-100k", "none", False, method) is None
-    assert reference_start("coat", "item", False, "mf-ips") is None
-    assert reference_start("coat", "item", True, "dr-jl") is None
+    assert chain_start("coat", "none", False, method, "reference") == (ref, "reference")
+    assert chain_start("coat", "none", True, method, "reference") == (ref, "reference")
+    assert chain_start("ml-100k", "none", False, method) is None
+    assert chain_start("coat", "none", False, method, "none") is None
+    assert chain_start("coat", "none", False, method, None) is None
 
 
-def test_tune_config_starts_from_reference_and_exports_its_value(tmp_path, monkeypatch):
+def test_mf_ips_starts_from_the_published_values_and_a_new_config_from_nothing():
+    published = load_param_table("published")[0]["coat"]["item-at"]
+    assert chain_start("coat", "item", True) == (published, "published")
+    assert chain_start("yahoo", "coat-shipped", True, "dr-jl") is None
+    # a with-AT study whose only values are without AT starts from those (epsilon sampled)
+    values, label = chain_start("coat", "coat-shipped", True, "dr-jl", "tuned-atrec")
+    assert label == "tuned-atrec" and "epsilon" not in values
+
+
+def test_tune_config_starts_from_the_chain_and_exports_its_value(tmp_path, monkeypatch):
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
     data = SimpleNamespace(name="coat", checksums={})      # the objective is injected
     url = f"sqlite:///{tmp_path / 's.db'}"
     out = tune_config(data, "none", False, 5, url, objective=loss, objective_note="fake",
-                      worker=FAST, method="damf")
+                      worker=FAST, method="damf", start="reference")
     ref = METHODS.get("damf").reference_params["coat"]["damf/none"]
     first = trials_of(url, study_name("atrec", "coat", "none", False, "damf"))[0]
-    assert first.params == ref
+    assert first.params == ref and first.user_attrs["start"] == "reference"
     assert out.start_value == loss(HyperParams.from_values(ref)) >= out.best_value
     params, _ = get_params("tuned", "coat", "none", False, "damf")
     assert params == out.best_params
     exported = (tmp_path / "tuned_params.yaml").read_text()
     assert f"reference_value: {out.start_value}" in exported
+    # by default the first trial is the chain's: here the shipped tuned-atrec values
+    out = tune_config(data, "none", False, 3, url.replace("s.db", "t.db"), objective=loss,
+                      objective_note="fake", worker=FAST, method="cause")
+    entry = yaml.safe_load((tmp_path / "tuned_params.yaml").read_text())["coat"]["cause/none"]
+    assert out.start == entry["start"] == "tuned-atrec"
+    assert entry["start_value"] == out.start_value >= entry["best_value"]
+    assert "reference_value" not in entry
+    # the entry reads back as parameters (start / start_value are not hyperparameters)
+    assert get_params("tuned", "coat", "none", False, "cause")[0] == out.best_params
+
+
+def test_tune_cli_takes_the_start_sets_and_refuses_a_missing_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    start = next(p for p in main.commands["tune"].params if p.name == "start")
+    assert start.default == START_PARAMS == "published,tuned-atrec,reference"
+    result = CliRunner().invoke(main, ["tune", "--params", str(tmp_path / "nope.yaml")])
+    assert result.exit_code != 0 and "does not exist" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
 
 
 def test_one_budget_is_the_default_of_tune_and_listed_by_methods():
@@ -74,5 +111,4 @@ def test_one_budget_is_the_default_of_tune_and_listed_by_methods():
     assert trials.default == TUNING_BUDGET >= 50
     methods, _, _ = catalogue_rows()
     budgets = {row["method"]: row["tuning budget"] for row in methods}
-    assert budgets["mf-ips"] == budgets["dr-jl"] == f"{TUNING_BUDGET} trials"
-    assert budgets["damf"] == f"{TUNING_BUDGET} trials, 1st = reference values"
+    assert set(budgets.values()) == {f"{TUNING_BUDGET} trials, 1st = train's values if any"}

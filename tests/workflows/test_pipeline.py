@@ -16,7 +16,7 @@ from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import TUNING_BUDGET
-from atrec.results.params import TUNED, TUNED_ATREC, load_param_table
+from atrec.results.params import DEFAULT_PARAMS, TUNED, TUNED_ATREC, load_param_table
 from atrec.workflows import pipeline
 
 
@@ -29,13 +29,16 @@ def _records(root, method):
     return sorted((root / "results" / "runs" / "coat").glob(f"{method}/*/*/seed-*.json"))
 
 
-def test_shipped_values_cover_every_baseline_on_coat():
-    """tuned-atrec holds all 26 baseline configurations of Coat, so BASELINES=1 tunes nothing
-    there; Yahoo! R3 has none, so it would be tuned."""
+def test_the_default_chain_covers_every_baseline_on_coat():
+    """The chain every command reads holds all 28 baseline configurations of Coat, so
+    BASELINES=1 tunes nothing there; on Yahoo! R3 it holds only CausE's and DAMF's authors'
+    values without AT (reference), so everything else would be tuned, and those not."""
     coat, yahoo = pipeline.plan_baselines(["coat", "yahoo"])
-    assert coat.params == TUNED_ATREC and not coat.needs_tuning
-    assert len(coat.configs) == 2 * (2 * 6 + 2)
-    assert yahoo.params == TUNED and yahoo.needs_tuning
+    assert coat.params == yahoo.params == DEFAULT_PARAMS
+    assert not coat.needs_tuning and len(coat.configs) == 2 * (2 * 6 + 2)
+    assert yahoo.needs_tuning
+    assert [c for c in yahoo.configs if c not in yahoo.missing] == [
+        ("cause", NO_PROPENSITY, False), ("damf", NO_PROPENSITY, False)]
     table = load_param_table(TUNED_ATREC)[0]["coat"]
     for key in ("cause/none", "cause/none-at", "damf/none", "damf/none-at"):
         assert table[key]["trials"] == TUNING_BUDGET    # retuned with atrec's budget
@@ -79,9 +82,9 @@ def test_baselines_without_shipped_values_are_tuned_first(env, monkeypatch):
 
     download("coat", source=SHARED / "coat", quiet=True)
     preprocess("coat", quiet=True)
-    monkeypatch.setattr(pipeline, "shipped_values", dict)
-    plans = pipeline.plan_baselines(["coat"], ("damf",), ("item",), (False,))
-    assert plans[0].needs_tuning and plans[0].configs == [("damf", NO_PROPENSITY, False)]
+    plans = pipeline.plan_baselines(["coat"], ("damf",), ("item",), (False,),
+                                    params="published,tuned")   # no shipped values
+    assert plans[0].configs == plans[0].missing == [("damf", NO_PROPENSITY, False)]
     assert pipeline.tune_baselines(plans, trials=2) == 1
     tuned = yaml.safe_load((env / "results" / "tuned_params.yaml").read_text())
     assert tuned["coat"]["damf/none"]["trials"] == 2

@@ -19,6 +19,7 @@ from atrec.propensity.builtin import DataItem
 from atrec.results.params import HyperParams
 from atrec.results.records import record_path
 from atrec.workflows.variance import (
+    VARIANCE_PARAMS,
     MeanSE,
     VarianceRequest,
     describe_params,
@@ -29,6 +30,7 @@ from atrec.workflows.variance import (
     run_variance,
     summarize_point,
     variance_dataset,
+    variance_params,
     variance_report,
     variance_rows,
 )
@@ -347,3 +349,31 @@ def test_cli_variance_progress_lines_and_quiet(data_dir, tmp_path, monkeypatch):
                            timeout=300)
     assert quiet.returncode == 0 and not any(line.startswith("[") for line in
                                              quiet.stderr.splitlines()), quiet.stderr
+
+
+def test_the_default_chain_takes_the_whole_grid_from_one_set(tmp_path, monkeypatch):
+    """Without --params the variance reads the chain of every command, its documented set
+    before the user's tuned values; the grid takes its values from the first set that has
+    every point, and when none has, one line names the sets and the tune command."""
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    assert VARIANCE_PARAMS == "published,tuned-atrec,reference,default,tuned"
+    option = next(p for p in main.commands["variance"].params if p.name == "params")
+    assert option.default == VARIANCE_PARAMS == VarianceRequest().params
+    grid = variance_params(VARIANCE_PARAMS, (1, 50), (False, True))
+    assert {label for _, label in grid.values()} == {"default"}
+    assert grid[(50, True)] == load_variance_params("default", 50, True)
+    (tmp_path / "tuned_params.yaml").write_text(
+        "ml-100k-min7:\n  data-item: {dim: 5, lam: 0.5}\n"
+        "ml-100k-min50:\n  data-item: {dim: 10, lam: 0.25}\n")
+    # 50 alone: the documented set comes first; 7 alone: only tuned has it
+    assert variance_params(VARIANCE_PARAMS, (50,), (False,))[(50, False)][1] == "default"
+    hp, label = variance_params(VARIANCE_PARAMS, (7, 50), (False,))[(50, False)]
+    assert label.startswith("tuned:") and hp == HyperParams(10, 0.25)
+    with pytest.raises(AtrecError) as err:
+        variance_params(VARIANCE_PARAMS, (5, 7), (False,))
+    msg = str(err.value)
+    assert "\n" not in msg and "in published, tuned-atrec, reference, default, tuned" in msg
+    assert "no parameters for ml-100k-min7/data-item" not in msg      # default has 5, tuned 7
+    assert "'atrec variance --tune --min-items 5,7 --without-at'" in msg
+    with pytest.raises(AtrecError, match="no parameters for ml-100k-min3/data-item-at in"):
+        variance_params(VARIANCE_PARAMS, (3,), (True,))

@@ -49,11 +49,13 @@ from atrec.workflows.variance.request import (
                                                 FIGURE_NAME,
                                                 PROPENSITY,
                                                 VARIANCE_METRICS,
+                                                VARIANCE_PARAMS,
                                                 VarianceRequest,
                                                 load_variance_params,
                                                 parse_min_items,
                                                 protocol_settings,
                                                 variance_dataset,
+                                                variance_params,
 )
 from atrec.workflows.variance.run import (
                                                 VarianceReport,
@@ -74,9 +76,9 @@ from atrec.workflows.variance.summary import (
 from atrec.workflows.variance.tuning import tune_variance
 
 __all__ = ["DATASET", "DATA_DRAWS", "DATA_SEED", "DEFAULT", "FIGURE_NAME", "PROPENSITY",
-           "VARIANCE_METRICS", "MeanSE", "VariancePoint", "VarianceReport", "VarianceRequest",
-           "VarianceResult", "build_point_data", "check_min_items", "check_reusable",
-           "describe_params", "describe_settings", "load_variance_params", "parse_min_items",
-           "protocol_settings", "reproduce_variance", "run_spec", "run_variance",
-           "summarize_point", "tune_variance", "variance_dataset", "variance_report",
-           "variance_rows"]
+           "VARIANCE_METRICS", "VARIANCE_PARAMS", "MeanSE", "VariancePoint", "VarianceReport",
+           "VarianceRequest", "VarianceResult", "build_point_data", "check_min_items",
+           "check_reusable", "describe_params", "describe_settings", "load_variance_params",
+           "parse_min_items", "protocol_settings", "reproduce_variance", "run_spec",
+           "run_variance", "summarize_point", "tune_variance", "variance_dataset",
+           "variance_params", "variance_report", "variance_rows"]

@@ -16,7 +16,16 @@ from atrec.limits import MAX_MIN_ITEMS
 from atrec.names import config_key
 from atrec.propensity.builtin import DataItem
 from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
-from atrec.results.params import PUBLISHED, TUNED, HyperParams, load_param_table, lookup
+from atrec.results.params import (
+    DEFAULT_CHAIN,
+    NAMED_SETS,
+    PUBLISHED,
+    TUNED,
+    HyperParams,
+    chain_sets,
+    load_param_table,
+    lookup,
+)
 
 DATASET = "ml-100k"
 PROPENSITY = DataItem.name   # Figure 2's data-level P(i); records before it said "item"
@@ -49,6 +58,40 @@ def parse_min_items(spec: str | Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted({int(p) for p in parts}))
 
 
+# The sets 'atrec variance' reads without --params: the chain of every command with this
+# experiment's documented set before the user's tuned values (the shipped sets hold no ML-100K
+# values today; one that did would come first, as in 'atrec train').
+VARIANCE_CHAIN = (*(s for s in DEFAULT_CHAIN if s != TUNED), DEFAULT, TUNED)
+VARIANCE_PARAMS = ",".join(VARIANCE_CHAIN)
+
+
+def _variance_table(source: str) -> tuple[dict, str, str]:
+    """``(table, label, where)`` of one set: ``default`` (the shipped ML-100K file), ``tuned``
+    or a YAML file (``published`` is refused: the paper published no ML-100K values)."""
+    if source == PUBLISHED:
+        raise AtrecError("the paper published no parameters for ML-100K: use --params default "
+                         "(documented set), tuned, or a parameter FILE")
+    if source == DEFAULT:
+        ref = resources.files("atrec") / "resources" / "ml100k_params.yaml"
+        where = (f"the default set ({ref.name}; it covers min_items "
+                 f"{', '.join(map(str, MIN_ITEMS_GRID))})")
+        return yaml.safe_load(ref.read_text()), DEFAULT, where
+    table, label = load_param_table(source)
+    return table, label, label
+
+
+def _key_in(table: dict, dataset: str, with_at: bool) -> str | None:
+    """The config key of ``dataset`` in ``table`` (files written before ``data-item`` had its
+    name: ``item``), ``None`` when it has none."""
+    section = table.get(dataset)
+    if not isinstance(section, dict):
+        return None
+    for key in (config_key(PROPENSITY, with_at), config_key(OLD_PARAM_PROPENSITY, with_at)):
+        if key in section:
+            return key
+    return None
+
+
 def load_variance_params(source: str, min_items: int, with_at: bool) -> tuple[HyperParams, str]:
     """Hyperparameters of one (min_items, with/without AT) and their provenance label.
 
@@ -56,29 +99,54 @@ def load_variance_params(source: str, min_items: int, with_at: bool) -> tuple[Hy
     ``tuned`` (``atrec variance --tune``) or a YAML file; keys ``ml-100k-min<N>`` -> ``data-item``
     / ``data-item-at`` (files written before that name: ``item`` / ``item-at``). ``published`` is refused: the paper published no ML-100K values.
     """
-    dataset, key = variance_dataset(min_items), config_key(PROPENSITY, with_at)
-    if source == PUBLISHED:
-        raise AtrecError("the paper published no parameters for ML-100K: use --params default "
-                         "(documented set), tuned, or a parameter FILE")
-    if source == DEFAULT:
-        ref = resources.files("atrec") / "resources" / "ml100k_params.yaml"
-        table, label = yaml.safe_load(ref.read_text()), DEFAULT
-        where = (f"the default set ({ref.name}; it covers min_items "
-                 f"{', '.join(map(str, MIN_ITEMS_GRID))})")
-    else:
-        table, label = load_param_table(source)
-        where = label
-    section = table.get(dataset)
-    if isinstance(section, dict) and key not in section:
-        key = config_key(OLD_PARAM_PROPENSITY, with_at) if config_key(
-            OLD_PARAM_PROPENSITY, with_at) in section else key
-    if not isinstance(section, dict) or key not in section:
-        raise AtrecError(f"no parameters for {dataset}/{key} in {where}: tune them ('atrec "
-                         f"variance --tune') or give a parameter file that has them (--params FILE)")
+    return _lookup(*_variance_table(source), min_items, with_at)
+
+
+def _lookup(table: dict, label: str, where: str, min_items: int,
+            with_at: bool) -> tuple[HyperParams, str]:
+    dataset = variance_dataset(min_items)
+    key = _key_in(table, dataset, with_at)
+    if key is None:
+        raise AtrecError(f"no parameters for {dataset}/{config_key(PROPENSITY, with_at)} in "
+                         f"{where}: tune them ('atrec variance --tune') or give a parameter "
+                         f"file that has them (--params FILE)")
     params = lookup(table, dataset, key, where)
     if with_at and params.epsilon is None:
         raise AtrecError(f"parameters of {dataset}/{key} in {where} lack 'epsilon', which AT needs")
     return params, label
+
+
+def variance_params(source: str, min_items: Sequence[int],
+                    at_options: Sequence[bool]) -> dict[tuple[int, bool], tuple[HyperParams, str]]:
+    """``(min_items, with_at) -> (params, label)`` for the whole grid, from ONE set (Figure 2
+    compares the grid's points, and its records are filed by set): ``source`` a set or file, or
+    several comma-separated (default :data:`VARIANCE_PARAMS`): the first that has values for
+    every point. Else one line naming the sets and the ``atrec variance --tune`` command."""
+    grid = [(m, at) for m in min_items for at in at_options]
+    sets = chain_sets(source)
+    if len(sets) == 1:
+        return {(m, at): load_variance_params(sets[0], m, at) for m, at in grid}
+    gaps = []
+    for name in sets:
+        try:
+            table, label, where = _variance_table(name)
+        except AtrecError:
+            if name not in NAMED_SETS:
+                raise            # a parameter FILE the user named must exist and parse
+            gaps.append(grid)
+            continue
+        missing = [(m, at) for m, at in grid if _key_in(table, variance_dataset(m), at) is None]
+        if not missing:
+            return {(m, at): _lookup(table, label, where, m, at) for m, at in grid}
+        gaps.append(missing)
+    first = next((c for c in grid if all(c in g for g in gaps)), gaps[-1][0])
+    ats = set(at_options)
+    flag = "" if len(ats) == 2 else (" --with-at" if True in ats else " --without-at")
+    raise AtrecError(
+        f"no parameters for {variance_dataset(first[0])}/{config_key(PROPENSITY, first[1])} "
+        f"in {', '.join(sets)} (every min_items takes its values from one set): run 'atrec "
+        f"variance --tune --min-items {','.join(map(str, min_items))}{flag}' (its values then "
+        f"come from {TUNED})")
 
 
 @dataclass(frozen=True)
@@ -89,7 +157,7 @@ class VarianceRequest:
     min_items: tuple[int, ...] = MIN_ITEMS_GRID
     at_options: tuple[bool, ...] = (False, True)
     seeds: tuple[int, ...] = tuple(range(20))
-    params: str = DEFAULT
+    params: str = VARIANCE_PARAMS
     force: bool = False
     settings: object = None
     at_settings: object = None

@@ -30,9 +30,10 @@ from atrec.workflows.variance.request import (
     DEFAULT,
     FIGURE_NAME,
     PROPENSITY,
+    VARIANCE_PARAMS,
     VarianceRequest,
-    load_variance_params,
     variance_dataset,
+    variance_params,
 )
 from atrec.workflows.variance.summary import (
     VariancePoint,
@@ -95,8 +96,7 @@ def run_variance(request: VarianceRequest, data: RatingData | None = None,
     # every min_items and parameter is checked before any training, so bad input fails at once
     for m in request.min_items:
         check_min_items(data, m)
-    looked_up = {(m, at): load_variance_params(request.params, m, at)
-                 for m in request.min_items for at in request.at_options}
+    looked_up = variance_params(request.params, request.min_items, request.at_options)
     params = {key: hp for key, (hp, _) in looked_up.items()}
     source = next(iter(looked_up.values()))[1]
     if not request.force:
@@ -225,7 +225,7 @@ class VarianceReport:
     summary: str
 
 
-def reproduce_variance(seeds: int = 20, params: str = DEFAULT, root: Path | None = None,
+def reproduce_variance(seeds: int = 20, params: str = VARIANCE_PARAMS, root: Path | None = None,
                        quiet: bool = True, tune_trials: int | None = None,
                        echo: Callable[[str], None] | None = None) -> VarianceReport:
     """The whole Figure-2 experiment for ``atrec reproduce`` / ``make reproduce``.
