@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import expit
 
 
 def observation_matrix(num_users: int, num_items: int, user: np.ndarray,
@@ -277,7 +278,8 @@ def duality_gap(z: np.ndarray, y: np.ndarray, radius: float,
     """``<grad F(Z), Z> + radius * sigma_max(grad F(Z))``: the Frank-Wolfe gap, an upper bound
     on ``F(Z) - min F`` over the ball (``min_{|S|_* <= r} <g, S> = -r sigma_max(g)``).
     ``spectrum``: where ``sigma_max`` comes from (default: a full ``eigh``)."""
-    grad = sigmoid(z) - y
+    grad = expit(z)
+    grad -= y
     if spectrum is None:
         s = _gram_spectrum(grad)[0]
     else:
@@ -316,7 +318,11 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
     extra, t, gap, converged, it = x, 1.0, float("inf"), False, 0
     steps, grads, needed = LeadingSpectrum(), LeadingSpectrum(margin=32, tol=1e-12, values_only=True), _keep_needed(radius)
     for it in range(1, max_iter + 1):
-        point = extra - step * (sigmoid(extra) - y)
+        # x' - step * (sigmoid(x') - Y), in place: each temporary is a whole m x n array
+        point = expit(extra)
+        point -= y
+        point *= step
+        np.subtract(extra, point, out=point)
         cand, cand_rank = _project_with(point, radius, *steps.pairs(point, needed))
         value = bernoulli_nll(cand, y)
         prev = x
@@ -324,7 +330,14 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
             x, rank = cand, cand_rank
         objectives.append(min(value, objectives[-1]))
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
-        extra = x + (t / t_next) * (cand - x) + ((t - 1.0) / t_next) * (x - prev)
+        # x + (t / t_next)(c - x) + ((t - 1) / t_next)(x - prev), same order, in place
+        extra = cand - x
+        extra *= t / t_next
+        extra += x
+        if prev is not x:          # else x - prev is 0 (adding it could only turn -0.0 to 0.0)
+            momentum = x - prev
+            momentum *= (t - 1.0) / t_next
+            extra += momentum
         t = t_next
         small = objectives[-2] - objectives[-1] <= tol * abs(objectives[-1])
         if small or it % 25 == 0:
