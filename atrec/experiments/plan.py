@@ -14,10 +14,10 @@ from atrec.data.preprocess import load_data
 from atrec.data.ratings import RatingData
 from atrec.experiments.runner import ConfigPlan, RunSpec, plan_config
 from atrec.methods.registry import configurations
-from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import AUTHORS_BATCH_SEED
 from atrec.protocols import get_protocol
-from atrec.results.params import DEFAULT_PARAMS, get_params
+from atrec.results.params import DEFAULT_PARAMS, get_params, params_budget
 
 
 def ensure_data(name: str, quiet: bool = False) -> RatingData:
@@ -63,6 +63,7 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
     tables: dict = {}     # the chain's sets, each loaded once
     chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0], request.protocol, tables)
               for d in request.datasets for c in configs[d]}
+    sets: dict = {}       # the sets params_budget reads, each loaded once
     protocol = get_protocol(request.protocol)
     for dataset in request.datasets:
         if request.download:
@@ -77,6 +78,8 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
             spec = RunSpec(
                 dataset, propensity, with_at, params, source, tuple(request.seeds),
                 protocol.train_settings(method, request.loss, request.batch_seed), at_settings,
-                method=method, protocol=protocol.name)
+                method=method, protocol=protocol.name,
+                params_budget=params_budget(source, dataset, config_key(propensity, with_at,
+                                                                        method), sets))
             plans.append(plan_config(data, spec, root, force=request.force))
         yield data, plans

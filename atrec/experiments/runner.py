@@ -71,6 +71,9 @@ class RunSpec:
     experiment: dict | None = field(default=None, compare=False)
     method: str = DEFAULT_METHOD
     protocol: str = DEFAULT_PROTOCOL   # a registered protocol (atrec.protocols)
+    # how the values were made ("authors", "50 trials"; results.params.params_budget), stored
+    # in each record so that a table reads it from the run, not from today's parameter file
+    params_budget: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -164,6 +167,7 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             "with_at": spec.with_at, "method": record_method(spec.method, spec.with_at),
             "seed": seed, "model_seed": seed, "batch_seed": settings.get("batch_seed"),
             "params": spec.params.as_dict(), "params_source": spec.params_source,
+            **({"params_budget": spec.params_budget} if spec.params_budget else {}),
             "variant": spec.variant,
             "metrics": metrics,
             "protocol": {"name": protocol.name, "settings": settings, **protocol.split_record(),

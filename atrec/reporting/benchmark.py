@@ -26,7 +26,7 @@ one side of a paired test has are reported as notices.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from atrec.errors import AtrecError
@@ -88,6 +88,8 @@ class Benchmark:
     metrics: tuple[str, ...]
     tests: tuple[MethodTest, ...]
     notices: tuple[str, ...]
+    # (dataset, method, propensity, with_at, set label) -> the budget its records name
+    budgets: dict = field(default_factory=dict)
 
     def info(self, method: str) -> MethodInfo:
         return next(m for m in self.methods if m.name == method)
@@ -119,14 +121,19 @@ class Benchmark:
 def row_sources(bench: Benchmark, dataset: str, method: str, propensity: str,
                 tables: dict | None = None) -> tuple[str, str]:
     """``(params, budget)`` of a row as text: the parameter set of its results and how its
-    values were made (:func:`~atrec.results.params.params_budget`); ``A / B`` when the
+    values were made, as its records name it (records made before they did: from the
+    parameter file, :func:`~atrec.results.params.params_budget`); ``A / B`` when the
     runs without AT (A) and with AT (B) differ, ``-`` where there are no results."""
     sets, budgets = [], []
     for at in AT_OPTIONS:
         cell = bench.summaries[method].cell(dataset, propensity, at, bench.metrics[0])
         sets.append(cell.params if cell is not None else "-")
-        budgets.append(params_budget(cell.params, dataset, config_key(propensity, at, method),
-                                     tables) if cell is not None else "-")
+        if cell is None:
+            budgets.append("-")
+            continue
+        budgets.append(bench.budgets.get((dataset, method, propensity, at, cell.params))
+                       or params_budget(cell.params, dataset,
+                                        config_key(propensity, at, method), tables))
     return tuple(" / ".join(dict.fromkeys(v)) if len(set(v)) == 1 else " / ".join(v)
                  for v in (sets, budgets))
 
@@ -215,7 +222,13 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     rows = tuple((d, m.name, p) for d in shown for m in infos
                  for p in (propensities if m.uses_propensity else [NO_PROPENSITY]))
     tests = method_tests(summaries, rows, metrics, baseline=BASELINE)
-    bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), ())
+    budgets = {}
+    for r in records:
+        if isinstance(r, dict) and record_label(r) in labels and r.get("params_budget"):
+            budgets.setdefault((r["dataset"], base_method(r), str(r.get("propensity")),
+                                bool(r.get("with_at")), record_label(r)), r["params_budget"])
+    bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), (),
+                      budgets)
     return replace(bench, notices=tuple(_notices(bench, chosen, protocol)))
 
 

@@ -113,7 +113,7 @@ RECORD_FIELDS = {
     "seed": (int,), "params": (dict,), "params_source": (str,), "metrics": (dict,),
     "protocol": (dict,), "provenance": (dict,),
 }
-OPTIONAL_FIELDS = {"method": (str,)}
+OPTIONAL_FIELDS = {"method": (str,), "params_budget": (str,)}
 # Table 1's metrics must be there in a saito2020 record (the default protocol's; another
 # protocol's record needs MAE and MSE); every metric present is typed.
 REQUIRED_METRICS = ("mae", "mse", "ndcg3_paper")

@@ -134,3 +134,13 @@ def test_a_fitted_propensitys_diagnostics_go_into_the_records(tiny_data, tmp_pat
     assert fits[0]["objective"] != fits[1]["objective"]  # two splits, two fits
     plain = run_config(tiny_data, _spec((0,)), tmp_path)
     assert "propensity_fit" not in plain.records[0]["protocol"]
+
+
+def test_the_records_name_the_budget_of_their_values(tiny_data, tmp_path):
+    """The plan stores how the values were made (params_budget) and each record keeps it, so a
+    table reads it from the run; a spec without one (older callers) writes none."""
+    spec = RunSpec("tiny", "item", False, HyperParams(4, 1e-3), "tuned-atrec", (0,),
+                   mf.TrainSettings(steps=5, batch_size=32), params_budget="50 trials")
+    rec = run_config(tiny_data, spec, tmp_path).records[0]
+    assert rec["params_budget"] == "50 trials" and rec["params_source"] == "tuned-atrec"
+    assert "params_budget" not in run_config(tiny_data, _spec((0,)), tmp_path).records[0]

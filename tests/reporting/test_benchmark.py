@@ -297,3 +297,22 @@ def test_each_row_from_the_first_set_that_has_it_with_its_params_and_budget(tmp_
     text = benchmark_report(root, params="published,tuned-atrec", fmt="csv",
                             expected_seeds=5).text
     assert "Coat,MF-IPS,Coat (shipped),tuned-atrec," in text
+
+
+def test_the_budget_is_read_from_the_records_where_they_name_it(tmp_path):
+    """A record made from a 25-trial entry keeps saying so after the shipped file moved on
+    (its coat-shipped entries have 50 trials); records that name no budget fall back to the
+    file."""
+    root = write_records(tmp_path, datasets=("coat",))
+    for with_at in (False, True):
+        for seed in SEEDS:
+            record = make_record("coat", "coat-shipped", with_at, seed, {m: 0.5 for m in DELTA},
+                                 params_source="tuned-atrec")
+            if with_at:
+                record["params_budget"] = "25 trials"
+            save_record(record, record_path("coat", config_key("coat-shipped", with_at),
+                                            "tuned-atrec", seed, root))
+    rows = {r["propensity"]: r for r in json.loads(benchmark_report(
+        root, params="published,tuned-atrec", fmt="json", expected_seeds=5).text)["rows"]}
+    assert rows["coat-shipped"]["budget"] == "50 trials / 25 trials"
+    assert rows["item"]["budget"] == "authors"
