@@ -17,7 +17,14 @@ from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import AUTHORS_BATCH_SEED
 from atrec.protocols import get_protocol
-from atrec.results.params import DEFAULT_PARAMS, get_params, params_budget
+from atrec.results.params import (
+    DEFAULT_PARAMS,
+    chain_lookup,
+    chain_sets,
+    get_params,
+    missing_values_error,
+    params_budget,
+)
 
 
 def ensure_data(name: str, quiet: bool = False) -> RatingData:
@@ -61,8 +68,20 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
     configs = {d: request.configurations(d) for d in request.datasets}
     # resolve every parameter set first: a bad --params fails before any data is touched
     tables: dict = {}     # the chain's sets, each loaded once
-    chosen = {(d, c): get_params(request.params, d, c[1], c[2], c[0], request.protocol, tables)
-              for d in request.datasets for c in configs[d]}
+    chosen, missing = {}, []
+    for d in request.datasets:
+        for c in configs[d]:
+            if "," in str(request.params) and request.protocol == DEFAULT_PROTOCOL:
+                found = chain_lookup(chain_sets(request.params), d, c[1], c[2], c[0], tables)
+                if found is None:
+                    missing.append((d, *c))    # every gap named at once, not the first alone
+                    continue
+                chosen[(d, c)] = found
+            else:
+                chosen[(d, c)] = get_params(request.params, d, c[1], c[2], c[0],
+                                            request.protocol, tables)
+    if missing:
+        raise missing_values_error(missing, chain_sets(request.params))
     sets: dict = {}       # the sets params_budget reads, each loaded once
     protocol = get_protocol(request.protocol)
     for dataset in request.datasets:
