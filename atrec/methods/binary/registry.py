@@ -6,7 +6,7 @@ the binary method (:func:`atrec.methods.registry.registry_for`)."""
 from __future__ import annotations
 
 from atrec.methods.base import validate_method_class
-from atrec.methods.binary import cvib, dr, dt, escm2, ips, multi, tdr
+from atrec.methods.binary import cvib, dr, dr_bias, dt, escm2, ips, multi, stable_dr, tdr
 from atrec.registry import Registry
 
 
@@ -28,7 +28,13 @@ BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.Binary
             dt.BinaryDTIPS, dt.BinaryDTDR, escm2.BinaryESCM2IPS, escm2.BinaryESCM2IPSCorrected,
             escm2.BinaryESCM2DR, escm2.BinaryESCM2DRCorrected, escm2.BinaryESMM,
             multi.BinaryMultiIPS, multi.BinaryMultiIPSCorrected, multi.BinaryMultiDR,
-            multi.BinaryMultiDRCorrected)
+            multi.BinaryMultiDRCorrected,
+            dr_bias.DRBias,
+            dr_bias.DRMSE,
+            dr_bias.DRBiasFixed,
+            dr_bias.DRMSEFixed,
+            stable_dr.StableDR,
+            stable_dr.StableDRFixed)
 
 
 def _builtins() -> None:
