@@ -72,9 +72,10 @@ def test_dr_bias_predictor_loss_by_hand_in_both_forms():
     loss, stop_term = dr_bias.predictor_loss(*args, corrected=False)
     assert loss.numpy()[0] == pytest.approx((xent - corr) / 2 + direct, rel=1e-6)
     assert stop_term.numpy()[0] == pytest.approx(xent, rel=1e-6)
-    loss, _ = dr_bias.predictor_loss(*args, corrected=True)   # the correction weighted by w
+    # corrected: the correction weighted by w, the direct term scaled (by N / n in training)
+    loss, _ = dr_bias.predictor_loss(*args, corrected=True, direct_scale=12.5)
     corr_w = 2 * bce(0.8, 0.6) + 3 * bce(0.4, 0.5)
-    assert loss.numpy()[0] == pytest.approx((xent - corr_w) / 2 + direct, rel=1e-6)
+    assert loss.numpy()[0] == pytest.approx((xent - corr_w) / 2 + 12.5 * direct, rel=1e-6)
 
 
 @pytest.mark.parametrize("lam, v", [(1.0, 36.0), (0.0, 12.0), (0.5, 24.0)])
@@ -150,7 +151,8 @@ def test_dr_predictor_gradient_matches_finite_differences():
 
     def loss(p):
         return dr_bias.predictor_loss(bm.mf_prob(p, "pred", users, items), y, qh, w,
-                                      bm.mf_prob(p, "pred", du, di), qhd, corrected=True)[0]
+                                      bm.mf_prob(p, "pred", du, di), qhd, corrected=True,
+                                      direct_scale=7.0)[0]
 
     tensors = {k: tf.constant(v) for k, v in params.items()}
     state = StepState(tensors, {}, {"pred": Group(("pred_W", "pred_H"))}, {}, {})

@@ -20,10 +20,15 @@ Forms. The reference code (kept under ``binary-icde24``: ``dr-bias``, ``dr-mse``
 correction unweighted (``c = 1``) and reverses the imputed error's cross-entropy,
 ``e_hat = BCE(q_hat, q) = -[q log q_hat + (1 - q) log(1 - q_hat)]``. The corrected form (the
 default under ``binary-clean``, and the named variants ``dr-bias-fixed``, ``dr-mse-fixed``
-under either protocol) weights the correction (``c = w``, the textbook DR) and takes
-``e_hat = BCE(q, q_hat)``, the predictor's loss were ``q_hat`` the label. Both forms keep the
-code's normalisations (``1/B`` and ``1/(G B)``), its clamped cross-entropy and its recomputed
-``q``. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
+under either protocol) weights the correction (``c = w``) and takes ``e_hat = BCE(q, q_hat)``,
+the predictor's loss were ``q_hat`` the label. Weighting the correction alone would leave the
+code's normalisations inconsistent (the observed sums over ``B``, with weights about ``N / n``,
+against the direct term over ``G B``: ``-(N/n) e_hat_O + e_hat_D``, which pushes ``q`` away
+from ``q_hat``; on Coat it drops AUC to about 0.56), so the corrected form also scales the
+direct term by ``N / n`` (``N = num_users x num_items``, the pairs ``D`` is drawn from, ``n``
+the training pairs): the textbook DR estimate ``(1/N)[sum_all e_hat + sum_O w (e - e_hat)]``
+times ``N / n``, the scale of the code's IPS term. Both forms keep the code's clamped
+cross-entropy and its recomputed ``q``. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
 weighted cross-entropy (:func:`~atrec.methods.binary.naive_bayes.label_weighted_criterion`).
 """
 
@@ -52,15 +57,16 @@ def imputation_weight(w, lam):
     return lam * w ** 3 * (1.0 - 1.0 / w) ** 2 + (1.0 - lam) * w ** 2 * (1.0 - 1.0 / w)
 
 
-def predictor_loss(q, y, q_hat, w, q_d, q_hat_d, corrected: bool):
+def predictor_loss(q, y, q_hat, w, q_d, q_hat_d, corrected: bool, direct_scale=1.0):
     """The predictor's DR loss ``[R]`` and the stopping term ``sum_O w BCE(q, y)`` (module doc);
-    ``q_hat`` and ``q_hat_d`` are the frozen imputation's probabilities."""
+    ``q_hat`` and ``q_hat_d`` are the frozen imputation's probabilities; ``direct_scale``
+    multiplies the direct term (``N / n`` in the corrected form, 1 in the code's)."""
     xent = tf.reduce_sum(w * losses.bce(q, y), axis=-1)
     c = w if corrected else tf.ones_like(w)
     correction = tf.reduce_sum(c * losses.bce(q, q_hat), axis=-1)
     batch = tf.cast(tf.shape(q)[-1], q.dtype)
     direct = tf.reduce_mean(losses.bce(q_d, q_hat_d), axis=-1)
-    return (xent - correction) / batch + direct, xent
+    return (xent - correction) / batch + direct_scale * direct, xent
 
 
 def imputed_error(q, q_hat, corrected: bool):
@@ -86,7 +92,7 @@ def _step(state, b, corrected: bool):
     def pred_loss(p):
         loss, out["xent"] = predictor_loss(prob(p, "pred", b.users, b.items), b.labels, q_hat, w,
                                            prob(p, "pred", b.all_users, b.all_items), q_hat_d,
-                                           corrected)
+                                           corrected, state.hp["direct_scale"])
         return loss
 
     state.minimize("pred", pred_loss)
@@ -131,6 +137,8 @@ class DRBias(BinaryMethod):
         stage = Stage(self.name, step, {"pred": PRED, "imp": IMP},
                       int(run.values["batch_size"]), extra=G)
         extra = {} if self.mse_lambda is None else {"mse_lambda": self.mse_lambda}
+        extra["direct_scale"] = (run.num_users * run.num_items / run.n_train
+                                 if run.corrected else 1.0)
         predict = lambda p, u, i: bm.mf_prob(p, "pred", u, i)
         res = run.main(stage, init, run.hp(**extra), nb.counts(run),
                        nb.label_weighted_criterion(run, predict))
