@@ -12,6 +12,7 @@ import pytest
 
 from atrec.data.ratings import Ratings
 from atrec.experiments.inputs import stack_inputs
+from atrec.experiments.runner import RunSpec, compute_group
 from atrec.learners import binary_models as bm
 from atrec.learners.epochs import Group, StepState
 from atrec.methods.base import FitProblem
@@ -22,6 +23,7 @@ from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.names import NO_PROPENSITY
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import EpochSettings, leak_positions
+from atrec.results.params import HyperParams
 from atrec.runtime import tf
 from atrec.testing.data import small_data
 
@@ -262,3 +264,16 @@ def test_registered_leaking_and_their_named_variants_corrected():
         assert cls.leaks and cls.uses_mcar
         assert cls.form == ("corrected" if name.endswith("-fixed") else "")
         assert set(cls.reference_params) == {"coat", "yahoo"}
+
+
+def test_the_predictor_serves_as_a1_and_a2_of_at(small_mnar):
+    name = "stable-dr"      # dr-bias shares its A1/A2 code (dr_bias.at_predictors)
+    cls = BINARY_METHODS.get(name)
+    values = {h.name: PARAMS[h.name] for h in cls.hyperparameters}
+    spec = RunSpec(small_mnar.name, "none", True, HyperParams.from_values(
+        {**values, "epsilon": 0.1}), "test", (0, 1), method=name, protocol="binary-icde24")
+    records, _ = compute_group(small_mnar, spec, [0, 1])
+    for r in records:
+        assert r["method"] == f"{name}+at"
+        assert set(r["trace"]) >= {"train_loss", "epochs_A1", "epochs_A2"}
+        assert 0.0 < r["metrics"]["mse"] < 1.0 and np.isfinite(r["metrics"]["auc"])

@@ -42,7 +42,7 @@ from atrec.learners.epochs import Group, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
 from atrec.methods.binary.base import COMMON, BinaryMethod, Trained
-from atrec.methods.binary.ips import PRED, SOURCE, reference_table
+from atrec.methods.binary.ips import AT_SALT, PRED, SOURCE, reference_table, with_at
 from atrec.runtime import tf
 
 IMP = Group(("imp_W", "imp_H"), lr="lr", wd="lam")
@@ -111,10 +111,31 @@ def _corrected_step(state, b):
     return _step(state, b, corrected=True)
 
 
+def at_predictors(run, fit_one) -> tuple:
+    """AT's A1 and A2 (:meth:`BinaryMethod.predictors`): ``fit_one(run) -> StageResult`` run
+    twice, the second from other initial draws; no propensity model to share."""
+    first = fit_one(run)
+    run.init_salt = AT_SALT
+    second = fit_one(run)
+    run.init_salt = 0
+    return predictor(first.params), predictor(second.params), {}, {"A1": first, "A2": second}
+
+
+def predictor(params: dict) -> dict:
+    """The predictor's tables of a stage's parameters."""
+    return {k: params[k] for k in PRED.names}
+
+
+DR_BIAS_COAT = {"dim": 4, "lam": 1e-3, "lr": 0.05, "batch_size": 128, "uniform_ratio": 1}
+DR_BIAS_YAHOO = {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 2048, "uniform_ratio": 1}
+DR_MSE_COAT = {**DR_BIAS_COAT, "mse_lambda": 0.5}
+DR_MSE_YAHOO = {**DR_BIAS_YAHOO, "mse_lambda": 0.5}
+
+
 class DRBias(BinaryMethod):
     """DR-BIAS (``DR-BIAS.py``): module doc. The reference form (unweighted correction,
     reversed ``e_hat``) under ``binary-icde24``; the corrected form under ``binary-clean``
-    and as ``dr-bias-fixed``."""
+    and as ``dr-bias-fixed``. Its predictor serves as A1 and A2 of AT."""
 
     name = "dr-bias"
     label = "DR-BIAS"
@@ -123,27 +144,28 @@ class DRBias(BinaryMethod):
     reference_forms = "unweighted DR correction, reversed e_hat cross-entropy"
     leaks = True
     uses_mcar = True
+    serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO,)
     mse_lambda: ClassVar[float | None] = 1.0   # None: a hyperparameter (DR-MSE)
-    reference_params = reference_table(
-        "dr-bias", {"dim": 4, "lam": 1e-3, "lr": 0.05, "batch_size": 128, "uniform_ratio": 1},
-        {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 2048, "uniform_ratio": 1})
+    reference_params = with_at(reference_table("dr-bias", DR_BIAS_COAT, DR_BIAS_YAHOO))
 
-    def train(self, run) -> Trained:
-        dim, G = int(run.values["dim"]), int(run.values["uniform_ratio"])
-        init = {**bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items, dim),
-                **bm.normal_tables(run.seeds, "imp", run.num_users, run.num_items, dim)}
+    def _predictor(self, run):
         step = _corrected_step if run.corrected else _reference_step
         stage = Stage(self.name, step, {"pred": PRED, "imp": IMP},
-                      int(run.values["batch_size"]), extra=G)
+                      int(run.values["batch_size"]), extra=int(run.values["uniform_ratio"]))
         extra = {} if self.mse_lambda is None else {"mse_lambda": self.mse_lambda}
         extra["direct_scale"] = (run.num_users * run.num_items / run.n_train
                                  if run.corrected else 1.0)
         predict = lambda p, u, i: bm.mf_prob(p, "pred", u, i)
-        res = run.main(stage, init, run.hp(**extra), nb.counts(run),
-                       nb.label_weighted_criterion(run, predict))
-        params = {k: res.params[k] for k in ("pred_W", "pred_H")}
-        return Trained(params, res, {})
+        return run.main(stage, {**run.tables("pred"), **run.tables("imp")}, run.hp(**extra),
+                        nb.counts(run), nb.label_weighted_criterion(run, predict))
+
+    def train(self, run) -> Trained:
+        res = self._predictor(run)
+        return Trained(predictor(res.params), res, {})
+
+    def predictors(self, run) -> tuple:
+        return at_predictors(run, self._predictor)
 
 
 class DRMSE(DRBias):
@@ -156,25 +178,19 @@ class DRMSE(DRBias):
     reference = SOURCE + "DR-MSE.py"
     hyperparameters = COMMON + (UNIFORM_RATIO, MSE_LAMBDA)
     mse_lambda = None
-    reference_params = reference_table(
-        "dr-mse", {"dim": 4, "lam": 1e-3, "lr": 0.05, "batch_size": 128, "uniform_ratio": 1,
-                   "mse_lambda": 0.5},
-        {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 2048, "uniform_ratio": 1,
-         "mse_lambda": 0.5})
+    reference_params = with_at(reference_table("dr-mse", DR_MSE_COAT, DR_MSE_YAHOO))
 
 
 class DRBiasFixed(DRBias):
     """DR-BIAS in its corrected form under either protocol: the DR correction weighted by
-    ``w`` and ``e_hat = BCE(q, q_hat)`` (module doc)."""
+    ``w`` (the direct term scaled by ``N / n``) and ``e_hat = BCE(q, q_hat)`` (module doc)."""
 
     name = "dr-bias-fixed"
     label = "DR-BIAS (fixed)"
     description = "DR-BIAS with the weighted correction and e_hat in order (binary protocols)"
     form = "corrected"
     reference_forms = ""
-    reference_params = reference_table("dr-bias-fixed",
-                                       *DRBias.reference_params["coat"].values(),
-                                       *DRBias.reference_params["yahoo"].values())
+    reference_params = with_at(reference_table("dr-bias-fixed", DR_BIAS_COAT, DR_BIAS_YAHOO))
 
 
 class DRMSEFixed(DRMSE):
@@ -185,6 +201,4 @@ class DRMSEFixed(DRMSE):
     description = "DR-MSE with the weighted correction and e_hat in order (binary protocols)"
     form = "corrected"
     reference_forms = ""
-    reference_params = reference_table("dr-mse-fixed",
-                                       *DRMSE.reference_params["coat"].values(),
-                                       *DRMSE.reference_params["yahoo"].values())
+    reference_params = with_at(reference_table("dr-mse-fixed", DR_MSE_COAT, DR_MSE_YAHOO))

@@ -42,8 +42,8 @@ from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
 from atrec.methods.binary.base import COMMON, BinaryMethod, Trained
-from atrec.methods.binary.dr_bias import IMP, UNIFORM_RATIO
-from atrec.methods.binary.ips import PRED, SOURCE, reference_table
+from atrec.methods.binary.dr_bias import IMP, UNIFORM_RATIO, at_predictors, predictor
+from atrec.methods.binary.ips import PRED, SOURCE, reference_table, with_at
 from atrec.protocols.binary import SHUFFLED_TRAIN
 from atrec.runtime import tf
 
@@ -147,10 +147,17 @@ def _corrected_step(state, b):
     return _step(state, b, corrected=True)
 
 
+STABLE_DR_COAT = {"dim": 4, "lam": 5e-5, "lr": 0.01, "batch_size": 128, "uniform_ratio": 3,
+                  "eta": 100.0, "mu_lr": 0.01, "stop": 5}
+STABLE_DR_YAHOO = {"dim": 8, "lam": 5e-6, "lr": 0.05, "batch_size": 8192, "uniform_ratio": 5,
+                   "eta": 1000.0, "mu_lr": 150.0, "stop": 1}
+
+
 class StableDR(BinaryMethod):
     """Stable-DR (``Stable-DR_.py``, ``SDR.py``): module doc. The reference form (reversed
     ``e_hat``, weights misaligned on a shuffled training list) under ``binary-icde24``; the
-    corrected form under ``binary-clean`` and as ``stable-dr-fixed``."""
+    corrected form under ``binary-clean`` and as ``stable-dr-fixed``. Its predictor serves as
+    A1 and A2 of AT."""
 
     name = "stable-dr"
     label = "Stable-DR"
@@ -159,29 +166,29 @@ class StableDR(BinaryMethod):
     reference_forms = "reversed e_hat cross-entropy, weights misaligned on a shuffled list"
     leaks = True
     uses_mcar = True
+    serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO, ETA, MU_LR, STOP)
-    reference_params = reference_table(
-        "stable-dr", {"dim": 4, "lam": 5e-5, "lr": 0.01, "batch_size": 128, "uniform_ratio": 3,
-                      "eta": 100.0, "mu_lr": 0.01, "stop": 5},
-        {"dim": 8, "lam": 5e-6, "lr": 0.05, "batch_size": 8192, "uniform_ratio": 5,
-         "eta": 1000.0, "mu_lr": 150.0, "stop": 1})
+    reference_params = with_at(reference_table("stable-dr", STABLE_DR_COAT, STABLE_DR_YAHOO))
 
-    def train(self, run) -> Trained:
-        dim, G = int(run.values["dim"]), int(run.values["uniform_ratio"])
-        init = {**bm.normal_tables(run.seeds, "pred", run.num_users, run.num_items, dim),
-                **bm.normal_tables(run.seeds, "imp", run.num_users, run.num_items, dim),
+    def _predictor(self, run):
+        init = {**run.tables("pred"), **run.tables("imp"),
                 "mu": np.zeros(run.replicas, np.float32)}
         step = _corrected_step if run.corrected else _reference_step
         stage = Stage(self.name, step, {"pred": PRED, "imp": IMP, "mu": MU},
-                      int(run.values["batch_size"]), extra=G)
+                      int(run.values["batch_size"]), extra=int(run.values["uniform_ratio"]))
         consts = {**nb.counts(run), "weight_label": tf.constant(weight_labels(run)),
                   "cell_state": tf.constant(cell_states(run))}
         predict = lambda p, u, i: bm.mf_prob(p, "pred", u, i)
-        res = run.main(stage, init, run.hp(), consts,
-                       nb.label_weighted_criterion(run, predict, lambda p: p["mu"]),
-                       rule=ReferenceRule(run.replicas, stop=int(run.values["stop"])))
-        params = {k: res.params[k] for k in ("pred_W", "pred_H")}
-        return Trained(params, res, {})
+        return run.main(stage, init, run.hp(), consts,
+                        nb.label_weighted_criterion(run, predict, lambda p: p["mu"]),
+                        rule=ReferenceRule(run.replicas, stop=int(run.values["stop"])))
+
+    def train(self, run) -> Trained:
+        res = self._predictor(run)
+        return Trained(predictor(res.params), res, {})
+
+    def predictors(self, run) -> tuple:
+        return at_predictors(run, self._predictor)
 
 
 class StableDRFixed(StableDR):
@@ -193,6 +200,5 @@ class StableDRFixed(StableDR):
     description = "Stable-DR with aligned weights and e_hat in order (binary protocols)"
     form = "corrected"
     reference_forms = ""
-    reference_params = reference_table("stable-dr-fixed",
-                                       *StableDR.reference_params["coat"].values(),
-                                       *StableDR.reference_params["yahoo"].values())
+    reference_params = with_at(reference_table("stable-dr-fixed", STABLE_DR_COAT,
+                                               STABLE_DR_YAHOO))
