@@ -257,13 +257,15 @@ def test_under_binary_clean_no_evaluated_test_label_reaches_training():
         np.testing.assert_array_equal(base, flipped)
 
 
-def test_registered_leaking_and_their_named_variants_corrected():
-    for name in ("dr-bias", "dr-mse", "stable-dr", "dr-bias-fixed", "dr-mse-fixed",
-                 "stable-dr-fixed"):
-        cls = BINARY_METHODS.get(name)
-        assert cls.leaks and cls.uses_mcar
-        assert cls.form == ("corrected" if name.endswith("-fixed") else "")
-        assert set(cls.reference_params) == {"coat", "yahoo"}
+def test_registered_leaking_with_a_named_variant_for_each_form():
+    forms = {"": "", "-fixed": "corrected", "-coded": "reference"}
+    for base in ("dr-bias", "dr-mse", "stable-dr"):
+        for suffix, form in forms.items():
+            cls = BINARY_METHODS.get(base + suffix)
+            assert cls.leaks and cls.uses_mcar and cls.serves_in_at
+            assert cls.form == form
+            assert set(cls.reference_params) == {"coat", "yahoo"}
+            assert cls.hyperparameters == BINARY_METHODS.get(base).hyperparameters
 
 
 def test_the_predictor_serves_as_a1_and_a2_of_at(small_mnar):

@@ -28,7 +28,8 @@ from ``q_hat``; on Coat it drops AUC to about 0.56), so the corrected form also 
 direct term by ``N / n`` (``N = num_users x num_items``, the pairs ``D`` is drawn from, ``n``
 the training pairs): the textbook DR estimate ``(1/N)[sum_all e_hat + sum_O w (e - e_hat)]``
 times ``N / n``, the scale of the code's IPS term. Both forms keep the code's clamped
-cross-entropy and its recomputed ``q``. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
+cross-entropy and its recomputed ``q``. ``dr-bias-coded`` and ``dr-mse-coded`` run the code's
+form under either protocol. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
 weighted cross-entropy (:func:`~atrec.methods.binary.naive_bayes.label_weighted_criterion`).
 """
 
@@ -181,24 +182,24 @@ class DRMSE(DRBias):
     reference_params = with_at(reference_table("dr-mse", DR_MSE_COAT, DR_MSE_YAHOO))
 
 
-class DRBiasFixed(DRBias):
-    """DR-BIAS in its corrected form under either protocol: the DR correction weighted by
-    ``w`` (the direct term scaled by ``N / n``) and ``e_hat = BCE(q, q_hat)`` (module doc)."""
+def form_variant(base: type, suffix: str, form: str, words: str, coat: dict,
+                 yahoo: dict) -> type:
+    """``base`` in one form under either protocol, named ``<name>-<suffix>``, with its reference
+    values (``coat``, ``yahoo``, and their AT entries): ``fixed`` (``corrected``, the default
+    under ``binary-clean``) or ``coded`` (``reference``, as the ICDE 2024 code computes it),
+    so either form can be compared under either protocol."""
+    name = f"{base.name}-{suffix}"
+    return type(f"{base.__name__}{suffix.title()}", (base,), {
+        "__doc__": f"{base.label} {words} under either protocol (module doc).",
+        "__module__": base.__module__, "name": name, "label": f"{base.label} ({suffix})",
+        "description": f"{base.label} {words} (binary protocols)", "form": form,
+        "reference_forms": base.reference_forms if form == "reference" else "",
+        "reference_params": with_at(reference_table(name, coat, yahoo))})
 
-    name = "dr-bias-fixed"
-    label = "DR-BIAS (fixed)"
-    description = "DR-BIAS with the weighted correction and e_hat in order (binary protocols)"
-    form = "corrected"
-    reference_forms = ""
-    reference_params = with_at(reference_table("dr-bias-fixed", DR_BIAS_COAT, DR_BIAS_YAHOO))
 
-
-class DRMSEFixed(DRMSE):
-    """DR-MSE in its corrected form under either protocol (as ``dr-bias-fixed``)."""
-
-    name = "dr-mse-fixed"
-    label = "DR-MSE (fixed)"
-    description = "DR-MSE with the weighted correction and e_hat in order (binary protocols)"
-    form = "corrected"
-    reference_forms = ""
-    reference_params = with_at(reference_table("dr-mse-fixed", DR_MSE_COAT, DR_MSE_YAHOO))
+FIXED = ("fixed", "corrected", "with the weighted DR correction and e_hat in order")
+CODED = ("coded", "reference", "as the ICDE 2024 code computes it")
+DRBiasFixed = form_variant(DRBias, *FIXED, DR_BIAS_COAT, DR_BIAS_YAHOO)
+DRMSEFixed = form_variant(DRMSE, *FIXED, DR_MSE_COAT, DR_MSE_YAHOO)
+DRBiasCoded = form_variant(DRBias, *CODED, DR_BIAS_COAT, DR_BIAS_YAHOO)
+DRMSECoded = form_variant(DRMSE, *CODED, DR_MSE_COAT, DR_MSE_YAHOO)

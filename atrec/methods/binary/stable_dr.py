@@ -27,7 +27,8 @@ seeding (Yahoo, :data:`~atrec.protocols.binary.SHUFFLED_TRAIN`) each observed pa
 weight class of a random other pair. atrec reproduces that with a shuffle drawn from the seed
 (the same distribution, reproducible). The corrected form (the default under ``binary-clean``
 and the named variant ``stable-dr-fixed``) weights each pair by its own label and takes
-``e_hat = BCE(s(l), s(q_hat))``. The ``D`` side is indexed by cell in both. Under
+``e_hat = BCE(s(l), s(q_hat))``; ``stable-dr-coded`` runs the code's form under either
+protocol. The ``D`` side is indexed by cell in both. Under
 ``binary-clean`` the validation criterion is the self-normalised weighted cross-entropy at the
 learned ``mu`` (:func:`~atrec.methods.binary.naive_bayes.label_weighted_criterion`).
 """
@@ -42,7 +43,14 @@ from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
 from atrec.methods.binary.base import COMMON, BinaryMethod, Trained
-from atrec.methods.binary.dr_bias import IMP, UNIFORM_RATIO, at_predictors, predictor
+from atrec.methods.binary.dr_bias import (
+    CODED,
+    IMP,
+    UNIFORM_RATIO,
+    at_predictors,
+    form_variant,
+    predictor,
+)
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table, with_at
 from atrec.protocols.binary import SHUFFLED_TRAIN
 from atrec.runtime import tf
@@ -191,14 +199,7 @@ class StableDR(BinaryMethod):
         return at_predictors(run, self._predictor)
 
 
-class StableDRFixed(StableDR):
-    """Stable-DR in its corrected form under either protocol: each observed pair weighted by
-    its own label, ``e_hat = BCE(s(l), s(q_hat))`` (module doc)."""
-
-    name = "stable-dr-fixed"
-    label = "Stable-DR (fixed)"
-    description = "Stable-DR with aligned weights and e_hat in order (binary protocols)"
-    form = "corrected"
-    reference_forms = ""
-    reference_params = with_at(reference_table("stable-dr-fixed", STABLE_DR_COAT,
-                                               STABLE_DR_YAHOO))
+StableDRFixed = form_variant(StableDR, "fixed", "corrected",
+                             "with aligned weights and e_hat in order", STABLE_DR_COAT,
+                             STABLE_DR_YAHOO)
+StableDRCoded = form_variant(StableDR, *CODED, STABLE_DR_COAT, STABLE_DR_YAHOO)
