@@ -49,8 +49,6 @@ PATIENCE = 5               # binary-clean: epochs without a better validation cr
 MAX_EPOCHS = 1000          # the reference code's num_epoch, binary-clean's cap too
 SHUFFLE_SALT = 2020        # keys the seeded stand-in for Yahoo's unseeded training shuffle
 ONE_BASED = ("yahoo",)     # datasets whose reference code indexes by the file's 1-based ids
-SHUFFLED_TRAIN = ("yahoo",)   # datasets whose reference scripts shuffle the training list
-                              # before seeding (Stable-DR and TDR misalign their weights there)
 
 # the metrics of each protocol's records (names in atrec.evaluation.registry): "_ref" counts a
 # test user without a positive as the reference code does, the others leave such users out

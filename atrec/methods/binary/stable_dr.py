@@ -22,10 +22,9 @@ The reference rule sums step 3's losses over the epoch (``stop``: Coat 5, Yahoo 
 Forms. The reference code (kept under ``binary-icde24``: ``stable-dr``) reverses the imputed
 error's cross-entropy, ``e_hat = BCE(s(q_hat), s(l))``, and takes the observed pairs' weights
 in row-major order of the observed cells but indexes them by position in the training list:
-aligned where that list is in row-major order (Coat), and on a list the script shuffled before
-seeding (Yahoo, :data:`~atrec.protocols.binary.SHUFFLED_TRAIN`) each observed pair gets the
-weight class of a random other pair. atrec reproduces that with a shuffle drawn from the seed
-(the same distribution, reproducible). The corrected form (the default under ``binary-clean``
+aligned where that list is in row-major order (Coat), and on a shuffled list (Yahoo's, which
+``binary-icde24`` shuffles as the script does) each observed pair gets the weight class of a
+random other pair. The corrected form (the default under ``binary-clean``
 and the named variant ``stable-dr-fixed``) weights each pair by its own label and takes
 ``e_hat = BCE(s(l), s(q_hat))``; ``stable-dr-coded`` runs the code's form under either
 protocol. The ``D`` side is indexed by cell in both. Under
@@ -52,7 +51,6 @@ from atrec.methods.binary.dr_bias import (
     predictor,
 )
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table, with_at
-from atrec.protocols.binary import SHUFFLED_TRAIN
 from atrec.runtime import tf
 
 MU = Group(("mu",), lr="mu_lr", wd="lam")
@@ -62,28 +60,20 @@ MU_LR = Hyperparameter("mu_lr", "float", 1e-3, 1e3, log=True, maximum=1e5, posit
                        help="Adam learning rate of the propensity's smoothing mu (lr1)")
 STOP = Hyperparameter("stop", "int", 1, 10, maximum=100,
                       help="the reference rule's count of non-improving epochs (binary-icde24)")
-SHUFFLE_SALT = 53   # the seed's stream for the training list's pre-seeding shuffle
 
 
 def weight_labels(run) -> np.ndarray:
     """``[R, n]``: the label whose weight class each training row gets. Corrected: its own.
-    Reference: the label of the observed cell at the same rank in row-major order, the training
-    list first shuffled where the reference script shuffles it (module doc)."""
+    Reference: the label of the observed cell whose rank in row-major order is the row's
+    position in the training list (module doc)."""
     t = run.problem.train
     labels = np.asarray(t["rating"], np.float32)
     if run.corrected:
         return labels
     out = np.empty_like(labels)
-    for k, seed in enumerate(run.seeds):
+    for k in range(run.replicas):
         cells = np.asarray(t["user"][k], np.int64) * run.num_items + t["item"][k]
-        in_row_major = labels[k][np.argsort(cells, kind="stable")]
-        if run.problem.splits[k].dataset in SHUFFLED_TRAIN:
-            order = np.random.Generator(np.random.PCG64([int(seed), SHUFFLE_SALT]))
-            # position r of the script's shuffled list holds pair perm[r], weighted by rank r
-            perm = order.permutation(len(cells))
-            out[k, perm] = in_row_major
-        else:
-            out[k] = in_row_major
+        out[k] = labels[k][np.argsort(cells, kind="stable")]
     return out
 
 
