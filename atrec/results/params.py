@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from atrec.errors import AtrecError
-from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class
+from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class, registry_for
 from atrec.names import DATASETS, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol, results_root
@@ -151,14 +151,16 @@ def load_param_table(source: str) -> tuple[dict, str]:
     return check_table(_read_yaml(path, "parameter"), str(path)), f"file:{path.resolve()}"
 
 
-def read_tuned_file(path: Path) -> dict:
+def read_tuned_file(path: Path, protocol: str | None = None) -> dict:
     """The table of a tuned parameter file. Written by 'atrec tune', which may tune any data
     set it is given (a synthetic one, from Python): its configurations and hyperparameters are
     checked (:func:`check_table`), its dataset names are not."""
-    return check_table(_read_yaml(path, "tuned parameter"), str(path), datasets=False)
+    return check_table(_read_yaml(path, "tuned parameter"), str(path), datasets=False,
+                       protocol=protocol)
 
 
-def check_table(table: dict, where: str, datasets: bool = True) -> dict:
+def check_table(table: dict, where: str, datasets: bool = True,
+                protocol: str | None = None) -> dict:
     """``table`` (a user's parameter file) when every key in it is known; else one-line
     :class:`AtrecError` naming the key, where it is and the keys allowed there.
 
@@ -182,14 +184,15 @@ def check_table(table: dict, where: str, datasets: bool = True) -> dict:
             method, _, rest = str(key).rpartition("/")
             method = method or DEFAULT_METHOD
             propensity = rest.removesuffix("-at")
-            if method not in METHODS.names() or propensity not in (*PROPENSITIES.names(),
+            names = registry_for(protocol).names()   # a binary protocol's methods are its own
+            if method not in names or propensity not in (*PROPENSITIES.names(),
                                                                     NO_PROPENSITY):
                 raise AtrecError(
                     f"unknown configuration '{key}' under '{dataset}' in parameter file {where}: "
-                    f"give [<method>/]<propensity>[-at], methods {', '.join(METHODS.names())}, "
+                    f"give [<method>/]<propensity>[-at], methods {', '.join(names)}, "
                     f"propensities {', '.join(PROPENSITIES.names())} (or {NO_PROPENSITY})")
             if isinstance(entry, dict):
-                check_entry(entry, dataset, key, where, method)
+                check_entry(entry, dataset, key, where, method, protocol)
     return table
 
 

@@ -203,7 +203,7 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                         first_label=first[1] if first else REFERENCE)
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
     outcome.method = method
-    export_best([outcome], export_path)
+    export_best([outcome], export_path, protocol)
     return outcome
 
 

@@ -27,7 +27,8 @@ EXPORT_HEADER = """\
 """
 
 
-def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
+def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
+                protocol: str | None = None) -> Path:
     """Merge the best parameters of ``outcomes`` into the tuned parameter file; return its path.
 
     The file (default :func:`atrec.results.params.tuned_params_path`) maps
@@ -35,11 +36,12 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None) -> Path:
     storage, updated}``.
     Concurrent exports are serialised by an ``flock`` on ``<file>.lock`` and each writes the
     whole file atomically, so none loses another's entries. Outcomes without a best trial are
-    skipped.
+    skipped. ``protocol``: whose methods the file's entries name (a binary protocol's are
+    its own).
     """
     path = Path(path) if path is not None else tuned_params_path()
     with file_lock(path.with_name(path.name + ".lock")):
-        table = read_tuned_file(path) if path.exists() else {}
+        table = read_tuned_file(path, protocol) if path.exists() else {}
         for o in outcomes:
             if o.best_params is None:
                 continue

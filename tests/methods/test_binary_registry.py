@@ -35,3 +35,16 @@ def test_methods_lists_the_binary_methods_apart():
     names = [row["method"] for row in listed["binary_methods"]]
     assert names[:3] == ["mf", "mf-ips", "mf-snips"]
     assert "cause" in [row["method"] for row in listed["methods"]] and "cause" not in names
+
+
+def test_a_binary_protocols_tuned_file_is_checked_against_its_own_methods(tmp_path):
+    from atrec.results.params import read_tuned_file
+
+    path = tmp_path / "tuned_params.yaml"
+    path.write_text("coat:\n  mf/none: {dim: 10, lam: 0.001, lr: 0.01, batch_size: 128}\n")
+    assert read_tuned_file(path, "binary-clean")["coat"]["mf/none"]["lr"] == 0.01
+    with pytest.raises(AtrecError, match="unknown configuration 'mf/none'"):
+        read_tuned_file(path)           # 'mf' is no 1-5 star method
+    path.write_text("coat:\n  mf/none: {dim: 10, lam: 0.001, lr: 0.01, batch: 128}\n")
+    with pytest.raises(AtrecError, match="unknown hyperparameter 'batch'"):
+        read_tuned_file(path, "binary-clean")

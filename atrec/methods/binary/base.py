@@ -148,14 +148,14 @@ class BinaryRun:
         1/p`` when given; with ``live``, ``weights(params, users, items)`` reads the
         parameters being trained (a propensity model trained with the predictor)."""
         val = self.val
-        args = (lambda p: (p,)) if live else (lambda p: ())
 
-        @tf.function(jit_compile=True)
+        @tf.function(jit_compile=True, autograph=False)
         def value(params):
-            e = losses.bce(predict(params, val["user"], val["item"]), val["label"])
+            u, i = val["user"], val["item"]
+            e = losses.bce(predict(params, u, i), val["label"])
             if weights is None:
                 return tf.reduce_mean(e, axis=-1)
-            return losses.self_normalised(e, weights(*args(params), val["user"], val["item"]))
+            return losses.self_normalised(e, weights(params, u, i) if live else weights(u, i))
 
         return value
 
