@@ -27,6 +27,7 @@ from atrec.paths import require_writable
 from atrec.protocols import get_protocol
 from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.check import check, render_check
+from atrec.reporting.protocol_gap import gap_reports
 from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
@@ -41,11 +42,13 @@ def _protocol_sets(protocol: str) -> str:
 @main.command("report")
 @click.option("--dataset", "datasets", multiple=True,
               help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
-@click.option("--table", type=click.Choice(("paper", "benchmark")), default="paper",
-              show_default=True,
+@click.option("--table", type=click.Choice(("paper", "benchmark", "protocol-gap")),
+              default="paper", show_default=True,
               help="paper: Table 1's layout for one method (with tests, claims, figures); "
                    "benchmark: every method x propensity, w/o and w/ AT, with paired tests "
-                   "against MF-IPS (Holm).")
+                   "against MF-IPS (Holm; MF under a binary protocol); protocol-gap: each "
+                   "binary method's metrics and ranks under binary-icde24 beside "
+                   "binary-clean, and which beat MF (reads both; --protocol is ignored).")
 @methods_option(default=None, help="With --table paper: the method shown (default mf-ips). "
                                    "With --table benchmark: the methods compared (default: all "
                                    "with results). Comma-separate or repeat; 'all'.")
@@ -83,6 +86,14 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
+    if table == "protocol-gap":
+        if figures:
+            require_writable("results")
+        for out in gap_reports(table_datasets(datasets) or None, fmt, figures, expected_seeds):
+            click.echo(out.text)
+            echo_notes(out.notices)
+            echo_notes(out.figures, prefix="wrote")
+        return
     root = protocol_root(protocol)
     expected_seeds = expected_seeds or get_protocol(protocol.strip().lower()).seeds
     if root is not None and table == "paper":

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -253,14 +253,16 @@ def baseline_propensity(propensity: str) -> str:
 
 def method_tests(summaries: Mapping[str, Summary], rows: Sequence[tuple[str, str, str]],
                  metrics: Sequence[str] = DEFAULT_METRICS,
-                 baseline: str = DEFAULT_METHOD) -> list[MethodTest]:
+                 baseline: str = DEFAULT_METHOD,
+                 pair: Callable[[str], str] = baseline_propensity) -> list[MethodTest]:
     """Paired tests of every row's method against ``baseline`` (default MF-IPS).
 
     ``summaries`` maps a method name to its :class:`Summary` (one per base method, with and
     without AT); ``rows`` lists ``(dataset, method, propensity)``, those of ``baseline`` itself
     being skipped. For each row, each AT option (without, then with) and each metric, the
     method's cell is paired by seed with the baseline's cell of the same dataset, AT option and
-    :func:`baseline_propensity`. Pairs where either cell is missing or no seed is shared are
+    ``pair(propensity)`` (default :func:`baseline_propensity`; the binary protocols pair
+    with the same propensity, MF's ``none``). Pairs where either cell is missing or no seed is shared are
     left out. The Holm correction runs over every test returned (the whole family).
     """
     base = summaries.get(baseline)
@@ -269,7 +271,7 @@ def method_tests(summaries: Mapping[str, Summary], rows: Sequence[tuple[str, str
         summary = summaries.get(method)
         if method == baseline or base is None or summary is None:
             continue
-        other = baseline_propensity(propensity)
+        other = pair(propensity)
         for with_at in (False, True):
             for metric in metrics:
                 mine = summary.cell(dataset, propensity, with_at, metric)

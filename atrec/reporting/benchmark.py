@@ -16,6 +16,11 @@ benchmark``; docs: ../shared/BASELINES.md, "How the baselines are reported"):
   none), same dataset and AT option, paired by seed; t and Wilcoxon p-values, Holm-adjusted over
   the whole family of comparisons.
 
+Under a binary protocol (``protocol`` whose view is ``binary``) the methods are the binary
+registry's (:func:`atrec.methods.registry.registry_for`), the baseline of the paired tests is
+binary MF (same propensity ``none``), and the AT columns are those the records hold (only
+``w/o AT`` while no binary record was trained with AT).
+
 Methods: those with records (default) or the ones asked for. A method name that the registry does
 not know (a plug-in that is not installed here) still gets its rows, labelled by its name; it is
 taken to use propensities unless all its records say ``none``, and not to use MCAR labels.
@@ -31,7 +36,7 @@ from pathlib import Path
 
 from atrec.errors import AtrecError
 from atrec.evaluation.registry import metrics_in
-from atrec.evaluation.significance import MethodTest, method_tests
+from atrec.evaluation.significance import MethodTest, baseline_propensity, method_tests
 from atrec.evaluation.summary import (
     EXPECTED_SEEDS,
     dataset_order,
@@ -39,8 +44,10 @@ from atrec.evaluation.summary import (
     resolve_params_label,
     summarize,
 )
-from atrec.methods.registry import METHODS, base_method
+from atrec.methods.binary.ips import BinaryMF
+from atrec.methods.registry import METHODS, base_method, registry_for
 from atrec.names import DATASETS, DEFAULT_METHOD, NO_PROPENSITY, config_key
+from atrec.protocols import get_protocol
 from atrec.propensity.registry import (
     PROPENSITIES,
     propensity_label,
@@ -55,12 +62,23 @@ from atrec.reporting.common import (
     train_hint,
 )
 from atrec.reporting.report import no_results_error
-from atrec.results.params import PUBLISHED, params_budget
+from atrec.results.params import PUBLISHED, TUNED, params_budget, tuned_params_path
 from atrec.results.records import iter_records, record_label
 
-BASELINE = DEFAULT_METHOD
+BASELINE = DEFAULT_METHOD          # the tests' baseline under the 1-5 star protocols
+BINARY_BASELINE = BinaryMF.name    # ... and under the binary ones
 MCAR_MARK = "†"
 AT_OPTIONS = (False, True)
+
+
+def is_binary(protocol: str | None) -> bool:
+    """Whether ``protocol`` (a name; ``None``: the default) sees binary labels."""
+    return protocol is not None and get_protocol(protocol).view == "binary"
+
+
+def baseline_for(protocol: str | None) -> str:
+    """The method every other is tested against under ``protocol``."""
+    return BINARY_BASELINE if is_binary(protocol) else BASELINE
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,9 @@ class Benchmark:
     notices: tuple[str, ...]
     # (dataset, method, propensity, with_at, set label) -> the budget its records name
     budgets: dict = field(default_factory=dict)
+    baseline: str = BASELINE
+    at_options: tuple[bool, ...] = AT_OPTIONS
+    protocol: str | None = None
 
     def info(self, method: str) -> MethodInfo:
         return next(m for m in self.methods if m.name == method)
@@ -125,15 +146,18 @@ def row_sources(bench: Benchmark, dataset: str, method: str, propensity: str,
     parameter file, :func:`~atrec.results.params.params_budget`); ``A / B`` when the
     runs without AT (A) and with AT (B) differ, ``-`` where there are no results."""
     sets, budgets = [], []
-    for at in AT_OPTIONS:
+    for at in bench.at_options:
         cell = bench.summaries[method].cell(dataset, propensity, at, bench.metrics[0])
         sets.append(cell.params if cell is not None else "-")
         if cell is None:
             budgets.append("-")
             continue
+        source = cell.params
+        if bench.protocol is not None and source.split("+")[0] == TUNED:
+            source = f"file:{tuned_params_path(bench.protocol)}"   # the protocol's own file
         budgets.append(bench.budgets.get((dataset, method, propensity, at, cell.params))
-                       or params_budget(cell.params, dataset,
-                                        config_key(propensity, at, method), tables))
+                       or params_budget(source, dataset, config_key(propensity, at, method),
+                                        tables))
     return tuple(" / ".join(dict.fromkeys(v)) if len(set(v)) == 1 else " / ".join(v)
                  for v in (sets, budgets))
 
@@ -146,17 +170,17 @@ def propensity_uses_mcar(name: str) -> bool:
         return False
 
 
-def _method_info(name: str, propensities_seen: set[str]) -> MethodInfo:
+def _method_info(name: str, propensities_seen: set[str], registry=METHODS) -> MethodInfo:
     try:
-        cls = METHODS.get(name)
+        cls = registry.get(name)
     except AtrecError:
         uses = bool(propensities_seen - {NO_PROPENSITY}) or not propensities_seen
         return MethodInfo(name, name, uses, False, False)
     return MethodInfo(name, cls.label, bool(cls.uses_propensity), bool(cls.uses_mcar), True)
 
 
-def _method_order(name: str) -> tuple:
-    names = METHODS.names()
+def _method_order(name: str, registry=METHODS) -> tuple:
+    names = registry.names()
     return (names.index(name) if name in names else len(names), name)
 
 
@@ -175,6 +199,8 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     notices suggest.
     """
     nd = ndcg_metrics(ndcg)
+    registry, baseline = registry_for(protocol), baseline_for(protocol)
+    order = lambda name: _method_order(name, registry)  # noqa: E731
     unknown = [d for d in datasets or () if d not in DATASETS]
     if unknown:
         raise AtrecError(f"unknown dataset '{unknown[0]}': choose from {', '.join(DATASETS)}")
@@ -192,19 +218,19 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
         if isinstance(r, dict) and record_label(r) in labels:
             seen.setdefault(base_method(r), set()).add(str(r.get("propensity")))
     if methods:
-        bad = [m for m in methods if m not in seen and m not in METHODS.names()]
+        bad = [m for m in methods if m not in seen and m not in registry.names()]
         if bad:
             raise AtrecError(f"unknown method '{bad[0]}': choose from "
-                             f"{', '.join(sorted({*METHODS.names(), *seen}, key=_method_order))}")
+                             f"{', '.join(sorted({*registry.names(), *seen}, key=order))}")
         chosen = list(dict.fromkeys(methods))
     else:
-        chosen = sorted(seen, key=_method_order)
-    infos = tuple(_method_info(m, seen.get(m, set())) for m in chosen)
+        chosen = sorted(seen, key=order)
+    infos = tuple(_method_info(m, seen.get(m, set()), registry) for m in chosen)
     # each configuration's results come from the first listed parameter set that has them
     summaries = {m: merge_summaries([summarize(records, params=lab, datasets=folders,
                                                expected_seeds=expected_seeds, method=m)
                                      for lab in labels])
-                 for m in dict.fromkeys([*chosen, BASELINE])}
+                 for m in dict.fromkeys([*chosen, baseline])}
     label = ", ".join(dict.fromkeys(lab for m in summaries for lab in labels
                                     if any(c.params == lab for c in summaries[m].cells.values())))
     label = label or labels[0]
@@ -214,21 +240,26 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
         shown = tuple(d for d in DATASETS if any(summaries[m].has_results(d) for m in chosen))
         shown = tuple(sorted(shown, key=dataset_order))
     if not any(summaries[m].has_results(d) for m in chosen for d in shown):
-        empty = replace(summaries[BASELINE], datasets=tuple(datasets or ()))
+        empty = replace(summaries[baseline], datasets=tuple(datasets or ()))
         raise no_results_error(empty, root, exit_code=3)
     used = {p for m in chosen for p in seen.get(m, set())} - {NO_PROPENSITY}
     propensities = sorted({*table1_propensities(), *used},
                           key=lambda p: (propensity_order(p), p))
     rows = tuple((d, m.name, p) for d in shown for m in infos
                  for p in (propensities if m.uses_propensity else [NO_PROPENSITY]))
-    tests = method_tests(summaries, rows, metrics, baseline=BASELINE)
+    binary = is_binary(protocol)
+    # binary: the AT options the records hold; MF is paired with the same propensity (none)
+    at_options = tuple(sorted({k[2] for m in chosen for k in summaries[m].cells} or {False})) \
+        if binary else AT_OPTIONS
+    tests = method_tests(summaries, rows, metrics, baseline=baseline,
+                         pair=(lambda p: p) if binary else baseline_propensity)
     budgets = {}
     for r in records:
         if isinstance(r, dict) and record_label(r) in labels and r.get("params_budget"):
             budgets.setdefault((r["dataset"], base_method(r), str(r.get("propensity")),
                                 bool(r.get("with_at")), record_label(r)), r["params_budget"])
     bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), (),
-                      budgets)
+                      budgets, baseline, at_options, protocol)
     return replace(bench, notices=tuple(_notices(bench, chosen, protocol)))
 
 
@@ -241,13 +272,13 @@ def _notices(bench: Benchmark, chosen: list[str], protocol: str | None) -> list[
             gaps = [f"{propensity_label(p) if p != NO_PROPENSITY else 'no propensity'}"
                     f" {'w/ AT' if at else 'w/o AT'}"
                     for d, m, p in bench.rows if (d, m) == (dataset, info.name)
-                    for at in AT_OPTIONS
+                    for at in bench.at_options
                     if any(bench.mean(d, m, p, at, k) is None for k in bench.metrics)]
             if gaps:
                 notes.append(f"no results for {dataset_label(dataset)} {info.label}: "
                              f"{', '.join(gaps)} (run {train_hint(dataset, method=info.name, protocol=protocol)})")
-    if not bench.summaries[BASELINE].has_results():
-        notes.append(f"no paired tests: no {label_of(bench, BASELINE)} results of params "
+    if not bench.summaries[bench.baseline].has_results():
+        notes.append(f"no paired tests: no {label_of(bench, bench.baseline)} results of params "
                      f"'{bench.params}'")
     dropped = {}
     for t in bench.tests:
@@ -255,9 +286,10 @@ def _notices(bench: Benchmark, chosen: list[str], protocol: str | None) -> list[
             key = (t.dataset, t.method, t.propensity, t.baseline_propensity, t.with_at)
             dropped.setdefault(key, set()).update(t.dropped)
     for (dataset, method, prop, base_prop, at), seeds in dropped.items():
+        base = label_of(bench, bench.baseline)
         notes.append(f"paired test of {label_of(bench, method)} against "
-                     f"{label_of(bench, BASELINE)} on {config_label(dataset, prop, at)}"
-                     f"{'' if prop == base_prop else f' ({label_of(bench, BASELINE)} {base_prop})'}"
+                     f"{base} on {config_label(dataset, prop, at)}"
+                     f"{'' if prop == base_prop else f' ({base} {base_prop})'}"
                      f": seed"
                      f"{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))} "
                      f"only on one side, left out")
@@ -269,4 +301,4 @@ def label_of(bench: Benchmark, method: str) -> str:
     try:
         return bench.info(method).label
     except StopIteration:
-        return _method_info(method, set()).label
+        return _method_info(method, set(), registry_for(bench.protocol)).label

@@ -52,6 +52,14 @@ def _text_label(text: str, mcar: bool, fmt: str) -> str:
     return text + (MCAR_MARK if mcar else "")
 
 
+def _column(bench: Benchmark, metric: str, with_at: bool, ndcg: str) -> str:
+    """A metric's column: ``AUC`` alone when the table has no AT runs (the binary
+    protocols'), else ``AUC w/o AT`` / ``AUC w/ AT``."""
+    if bench.at_options == (False,):
+        return metric_label(metric, ndcg)
+    return column_name(metric, with_at, ndcg)
+
+
 def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
                    ndcg: str = "both") -> tuple[list[dict], list[str]]:
     """Rows and columns of the benchmark table in a text format (``json``: see
@@ -68,16 +76,16 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
                "propensity": _text_label(prop_text, prop_mcar, fmt),
                "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
         for metric in bench.metrics:
-            for at in AT_OPTIONS:
+            for at in bench.at_options:
                 cell = bench.summaries[method].cell(dataset, propensity, at, metric)
-                row[column_name(metric, at, ndcg)] = cell_text(
+                row[_column(bench, metric, at, ndcg)] = cell_text(
                     bench.mean(dataset, method, propensity, at, metric),
                     cell.sd if cell is not None else None,
                     bench.best(dataset, method, propensity, at, metric), None, metric, fmt, std,
                     False)
         rows.append(row)
     columns = ["data", "method", "propensity", "params", "budget",
-               *(column_name(m, at, ndcg) for m in bench.metrics for at in AT_OPTIONS)]
+               *(_column(bench, m, at, ndcg) for m in bench.metrics for at in bench.at_options)]
     return rows, columns
 
 
@@ -88,7 +96,7 @@ def _p_text(value: float) -> str:
 def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both") -> list[dict]:
     """The paired-test table in a text format: one row per comparison, in table order."""
     rows = []
-    base = label_of(bench, BASELINE)
+    base = label_of(bench, bench.baseline)
     for t in bench.tests:
         info = bench.info(t.method)
         prop = "---" if fmt == "latex" else "—"
@@ -116,7 +124,7 @@ def benchmark_json(bench: Benchmark) -> dict:
         cells = {}
         for metric in bench.metrics:
             cells[metric] = {}
-            for at in AT_OPTIONS:
+            for at in bench.at_options:
                 cell = bench.summaries[method].cell(dataset, propensity, at, metric)
                 cells[metric]["with_at" if at else "without"] = {
                     "mean": bench.mean(dataset, method, propensity, at, metric),
@@ -128,7 +136,7 @@ def benchmark_json(bench: Benchmark) -> dict:
                      "uses_mcar": bench.uses_mcar(method, propensity), "params": params,
                      "budget": budget, "cells": cells})
     tests = [{"dataset": t.dataset, "method": t.method, "propensity": t.propensity,
-              "baseline": BASELINE, "baseline_propensity": t.baseline_propensity,
+              "baseline": bench.baseline, "baseline_propensity": t.baseline_propensity,
               "with_at": t.with_at, "metric": t.metric, "n": t.n,
               "mean_method": t.mean_method, "mean_baseline": t.mean_baseline,
               "mean_diff": t.mean_diff, "method_better": t.method_better,
@@ -139,8 +147,8 @@ def benchmark_json(bench: Benchmark) -> dict:
               "dropped_seeds": list(t.dropped)} for t in bench.tests]
     methods = [{"name": m.name, "label": m.label, "uses_propensity": m.uses_propensity,
                 "uses_mcar": m.uses_mcar, "registered": m.registered} for m in bench.methods]
-    return json_safe({"table": "benchmark", "params": bench.params,
-                      "datasets": list(bench.datasets), "baseline": BASELINE,
+    return json_safe({"table": "benchmark", "protocol": bench.protocol, "params": bench.params,
+                      "datasets": list(bench.datasets), "baseline": bench.baseline,
                       "metrics": list(bench.metrics), "methods": methods, "rows": rows,
                       "tests": tests})
 
@@ -163,8 +171,17 @@ def _legend(bench: Benchmark, fmt: str) -> str:
             f"{TUNING_BUDGET} for every method unless the row says otherwise, or 'authors' "
             f"for values as their authors published them); {marker_name(fmt)} "
             f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
-            f"{dagger} uses MCAR labels (propensity or method); - means no results.")
+            f"{dagger} uses MCAR labels "
+            f"({'method' if bench.baseline != BASELINE else 'propensity or method'}); "
+            f"- means no results.")
     return f"% {text}" if fmt == "latex" else text
+
+
+def _constant_columns(bench: Benchmark) -> set[str]:
+    """Columns that say nothing in this table: ``propensity`` when no method uses one, ``AT``
+    when no row was trained with AT (the binary protocols' tables)."""
+    drop = set() if any(m.uses_propensity for m in bench.methods) else {"propensity"}
+    return drop | ({"AT"} if bench.at_options == (False,) else set())
 
 
 def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = None,
@@ -185,15 +202,23 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
     if fmt == "json":
         return ReportOutput(json.dumps(benchmark_json(bench), indent=1), (), bench.notices)
     rows, columns = benchmark_rows(bench, fmt, std, ndcg)
+    drop = _constant_columns(bench)
+    columns = [c for c in columns if c not in drop]
     body = render(rows, fmt, columns, numparse=False, block="data",
-                  groups=at_column_groups(bench.metrics, ndcg))
+                  groups=at_column_groups(bench.metrics, ndcg)
+                  if bench.at_options == AT_OPTIONS else ())
     if fmt != "csv":
         body += "\n" + _legend(bench, fmt)
-    parts = [f"{heading('Benchmark: methods x propensities', fmt)}\n{body}"]
+    binary = bench.baseline != BASELINE
+    title = (f"Benchmark under {bench.protocol}: methods" if binary
+             else "Benchmark: methods x propensities")
+    parts = [f"{heading(title, fmt)}\n{body}"]
     sig = paired_rows(bench, fmt, ndcg)
-    title = (f"Paired tests vs {label_of(bench, BASELINE)} at the same propensity "
+    title = (f"Paired tests vs {label_of(bench, bench.baseline)}"
+             f"{'' if binary else ' at the same propensity'} "
              f"(* = p < 0.05 after Holm over the table)")
     parts.append(f"{heading(title, fmt)}\n"
-                 + (render(sig, fmt, list(sig[0]), numparse=False) if sig
+                 + (render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False)
+                    if sig
                     else "(nothing to show)"))
     return ReportOutput("\n\n".join(parts), (), bench.notices)

@@ -1,0 +1,329 @@
+"""The protocol gap (``atrec report --table protocol-gap``): how much of each binary method's
+standing comes from the protocol it is measured under.
+
+For one dataset, every binary method with results is read under the two binary protocols
+(:mod:`atrec.protocols.binary`):
+
+* ``binary-icde24``, the ICDE 2024 code's protocol with its leaks, at the parameter set
+  ``reference`` (the values the code ships);
+* ``binary-clean``, a validation split and no leak, at ``tuned`` where the method has tuned
+  results and ``reference`` otherwise (each row names the set its values came from).
+
+Per method and protocol the table shows AUC, nDCG@5 and Recall@5, each protocol in its own
+convention (``binary-icde24``: a test user without a positive counts as the reference code
+counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the method's rank
+among the methods of that protocol by AUC and by nDCG@5 (1 = best; tied means share the better
+rank, so 1, 1, 3). A method *beats MF* under a protocol on a metric when its paired t-test
+against MF over the seeds both have (:func:`atrec.evaluation.significance.method_tests`) has a
+Holm-adjusted p below 0.05 and its mean is the better one; the Holm family is one protocol's
+tests, every method x {AUC, nDCG@5}. Methods that read MCAR labels (``uses_mcar``) carry ``†``.
+
+:func:`protocol_gap` loads a :class:`Gap`; :func:`gap_report` renders it in every output format
+and draws the figure (:func:`gap_figure`: rank under one protocol against the other).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from atrec.errors import AtrecError
+from atrec.evaluation.summary import dataset_order
+from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
+from atrec.evaluation.significance import ALPHA, MethodTest, method_tests
+from atrec.names import NO_PROPENSITY
+from atrec.paths import results_dir
+from atrec.protocols import get_protocol
+from atrec.protocols.binary import BinaryClean, BinaryICDE24
+from atrec.reporting.benchmark import (
+    BINARY_BASELINE,
+    MCAR_MARK,
+    Benchmark,
+    label_of,
+    load_benchmark,
+    row_sources,
+)
+from atrec.reporting.common import dataset_label, heading, json_safe, metric_label, signed
+from atrec.reporting.figures import _new_figure, _suptitle, save_figure
+from atrec.reporting.latex import latex_escape
+from atrec.reporting.report import ReportOutput
+from atrec.reporting.tables import FORMATS, render
+from atrec.results.params import REFERENCE, TUNED
+
+REFERENCE_PROTOCOL = BinaryICDE24.name
+CLEAN_PROTOCOL = BinaryClean.name
+GAP_PROTOCOLS = (REFERENCE_PROTOCOL, CLEAN_PROTOCOL)
+# the parameter sets read, in order of preference (each method from the first that has it)
+GAP_PARAMS = {REFERENCE_PROTOCOL: REFERENCE, CLEAN_PROTOCOL: f"{TUNED},{REFERENCE}"}
+# the metrics ranked and tested (AUC, nDCG@5), then those shown too, in each protocol's convention
+RANKED = {REFERENCE_PROTOCOL: ("auc", "ndcg5_ref"), CLEAN_PROTOCOL: ("auc", "ndcg5")}
+SHOWN = {REFERENCE_PROTOCOL: ("recall5_ref",), CLEAN_PROTOCOL: ("recall5",)}
+SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean"}   # column prefixes
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One dataset's methods under both protocols: ``benches`` (protocol -> its
+    :class:`~atrec.reporting.benchmark.Benchmark`, absent when it has no results), ``methods``
+    (names, in registry order), ``tests`` (protocol -> the Holm-adjusted tests against MF on
+    :data:`RANKED`) and ``notices``."""
+
+    dataset: str
+    benches: dict
+    methods: tuple[str, ...]
+    tests: dict
+    notices: tuple[str, ...]
+
+    def mean(self, protocol: str, method: str, metric: str) -> float | None:
+        bench = self.benches.get(protocol)
+        if bench is None or method not in bench.summaries:
+            return None
+        return bench.mean(self.dataset, method, NO_PROPENSITY, False, metric)
+
+    def rank(self, protocol: str, method: str, metric: str) -> int | None:
+        """1 + the number of methods with a strictly better mean (``None`` without results)."""
+        mine = self.mean(protocol, method, metric)
+        if mine is None:
+            return None
+        others = [self.mean(protocol, m, metric) for m in self.methods]
+        lower = LOWER_IS_BETTER[metric]
+        return 1 + sum(v is not None and (v < mine if lower else v > mine) for v in others)
+
+    def test(self, protocol: str, method: str, metric: str) -> MethodTest | None:
+        return next((t for t in self.tests.get(protocol, ()) if (t.method, t.metric) ==
+                     (method, metric)), None)
+
+    def beats_mf(self, protocol: str, method: str, metric: str) -> bool | None:
+        """Whether ``method`` beats MF significantly (module doc); ``None`` when untested."""
+        t = self.test(protocol, method, metric)
+        if t is None:
+            return None
+        return bool(t.t_significant and t.method_better)
+
+    def label(self, method: str) -> str:
+        bench = next(b for b in (*self.benches.values(),))
+        return label_of(bench, method)
+
+    def uses_mcar(self, method: str) -> bool:
+        return any(b.info(method).uses_mcar for b in self.benches.values()
+                   if method in {i.name for i in b.methods})
+
+    def params(self, protocol: str, method: str) -> tuple[str, str]:
+        """``(parameter set, budget)`` of the method's row under ``protocol`` (``-`` if none)."""
+        bench = self.benches.get(protocol)
+        if bench is None or method not in {i.name for i in bench.methods}:
+            return "-", "-"
+        return row_sources(bench, self.dataset, method, NO_PROPENSITY)
+
+
+def protocol_gap(root: Path | None = None, dataset: str = "coat",
+                 expected_seeds: int | None = None) -> Gap:
+    """Load the gap of ``dataset`` from the results folder ``root`` (default: atrec's).
+    Raises :class:`AtrecError` (exit code 3) when neither protocol has results there."""
+    base = results_dir() if root is None else Path(root)
+    benches: dict[str, Benchmark] = {}
+    notices: list[str] = []
+    for name in GAP_PROTOCOLS:
+        protocol = get_protocol(name)
+        try:
+            bench = load_benchmark(protocol.results_root(base), [dataset], GAP_PARAMS[name],
+                                   expected_seeds or protocol.seeds, protocol=name)
+        except AtrecError as exc:
+            if exc.exit_code != 3:
+                raise
+            notices.append(f"no {name} results for {dataset_label(dataset)}: run 'atrec train "
+                           f"--protocol {name} --dataset {dataset} --method all'")
+            continue
+        benches[name] = bench
+        notices += [f"{name}: {n}" for n in bench.notices]
+    if not benches:
+        raise AtrecError(f"no results of the binary protocols for {dataset_label(dataset)} under "
+                         f"{base}: run 'atrec reproduce --binary' (or 'atrec train --protocol "
+                         f"binary-icde24 --params reference --method all --dataset {dataset}')",
+                         exit_code=3)
+    names = list(dict.fromkeys(i.name for b in benches.values() for i in b.methods))
+    tests = {}
+    for name, bench in benches.items():
+        rows = [(dataset, m, NO_PROPENSITY) for m in names if m in bench.summaries]
+        tests[name] = tuple(method_tests(bench.summaries, rows, RANKED[name],
+                                         baseline=BINARY_BASELINE, pair=lambda p: p))
+    return Gap(dataset, benches, tuple(names), tests, tuple(notices))
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _beats(gap: Gap, protocol: str, method: str) -> str:
+    """``AUC, nDCG@5`` (the metrics on which it beats MF), ``no``, or ``-`` when untested."""
+    verdicts = [(metric_label(m, "standard"), gap.beats_mf(protocol, method, m))
+                for m in RANKED[protocol]]
+    if all(v is None for _, v in verdicts):
+        return "-"
+    return ", ".join(label for label, v in verdicts if v) or "no"
+
+
+def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
+    """The gap table in a text format: one row per method."""
+    rows = []
+    for method in gap.methods:
+        label = gap.label(method)
+        if fmt == "latex":
+            label = latex_escape(label) + ("$^\\dagger$" if gap.uses_mcar(method) else "")
+        elif gap.uses_mcar(method):
+            label += MCAR_MARK
+        row = {"method": label}
+        for protocol in GAP_PROTOCOLS:
+            p = SHORT[protocol]
+            row[f"{p} params"] = gap.params(protocol, method)[0]
+            for metric in (*RANKED[protocol], *SHOWN[protocol]):
+                row[f"{p} {metric_label(metric, 'standard')}"] = _number(
+                    gap.mean(protocol, method, metric))
+            for metric in RANKED[protocol]:
+                rank = gap.rank(protocol, method, metric)
+                row[f"{p} rank {metric_label(metric, 'standard')}"] = "-" if rank is None \
+                    else str(rank)
+            row[f"{p} beats MF"] = "(baseline)" if method == BINARY_BASELINE else _beats(
+                gap, protocol, method)
+        rows.append(row)
+    return rows, list(rows[0]) if rows else []
+
+
+def gap_test_rows(gap: Gap, fmt: str = "table") -> list[dict]:
+    """The paired tests against MF behind the ``beats MF`` columns."""
+    rows = []
+    for protocol in GAP_PROTOCOLS:
+        for t in gap.tests.get(protocol, ()):
+            label = gap.label(t.method)
+            rows.append({"protocol": protocol, "method": latex_escape(label) if fmt == "latex"
+                         else label, "metric": metric_label(t.metric, "standard"),
+                         "n": str(t.n), "diff (method - MF)": signed(t.mean_diff, 4),
+                         "p (t)": f"{t.t_p:.3g}", "p Holm (t)": f"{t.t_p_holm:.3g}",
+                         "p Holm (Wilcoxon)": f"{t.w_p_holm:.3g}",
+                         "beats MF": "yes" if gap.beats_mf(protocol, t.method, t.metric)
+                         else "no"})
+    return rows
+
+
+def gap_json(gap: Gap) -> dict:
+    """The gap as machine-readable data (non-finite numbers as ``None``)."""
+    methods = []
+    for method in gap.methods:
+        entry = {"method": method, "label": gap.label(method), "uses_mcar": gap.uses_mcar(method)}
+        for protocol in GAP_PROTOCOLS:
+            params, budget = gap.params(protocol, method)
+            entry[protocol] = {
+                "params": params, "budget": budget,
+                "means": {m: gap.mean(protocol, method, m)
+                          for m in (*RANKED[protocol], *SHOWN[protocol])},
+                "ranks": {m: gap.rank(protocol, method, m) for m in RANKED[protocol]},
+                "beats_mf": {m: gap.beats_mf(protocol, method, m) for m in RANKED[protocol]}}
+        methods.append(entry)
+    tests = [{"protocol": p, "method": t.method, "metric": t.metric, "n": t.n,
+              "mean_diff": t.mean_diff, "method_better": t.method_better, "t_p": t.t_p,
+              "t_p_holm": t.t_p_holm, "w_p": t.w_p, "w_p_holm": t.w_p_holm}
+             for p in GAP_PROTOCOLS for t in gap.tests.get(p, ())]
+    return json_safe({"table": "protocol-gap", "dataset": gap.dataset,
+                      "baseline": BINARY_BASELINE, "alpha": ALPHA,
+                      "params": {p: gap.benches[p].params for p in gap.benches},
+                      "ranked_metrics": {p: list(RANKED[p]) for p in GAP_PROTOCOLS},
+                      "methods": methods, "tests": tests})
+
+
+def _legend(gap: Gap, fmt: str) -> str:
+    dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
+    text = (f"{dataset_label(gap.dataset)}. icde24 = {REFERENCE_PROTOCOL} (parameter set "
+            f"{GAP_PARAMS[REFERENCE_PROTOCOL]}; the (ref) metrics count a test user without a "
+            f"positive as the reference code does); clean = {CLEAN_PROTOCOL} (each method's "
+            f"tuned values where it has tuned results, else reference: see its params column; "
+            f"users without a positive left out). Rank 1 = best mean among these methods "
+            f"under that protocol; ties share the better rank. beats MF: the metrics on which "
+            f"the method's paired t-test against MF over seeds has a Holm-adjusted p < {ALPHA} "
+            f"(one family per protocol: every method x AUC, nDCG@5) in its favour; "
+            f"{dagger} reads MCAR labels; - means no results.")
+    return f"% {text}" if fmt == "latex" else text
+
+
+def gap_figure(gap: Gap):
+    """Rank under ``binary-icde24`` (x) against rank under ``binary-clean`` (y), one panel
+    per ranked metric, rank 1 at the top left; a point below the diagonal loses places
+    under the clean protocol, one above it gains them."""
+    fig, axes = _new_figure(2, ncols=2, panel_size=(4.0, 4.0))
+    _suptitle(fig, f"Protocol gap on {dataset_label(gap.dataset)}: rank under "
+                   f"{REFERENCE_PROTOCOL} vs {CLEAN_PROTOCOL} (1 = best)")
+    n = max(len(gap.methods), 1)
+    for k, ax in enumerate(axes):
+        ref, clean = RANKED[REFERENCE_PROTOCOL][k], RANKED[CLEAN_PROTOCOL][k]
+        ax.plot([0.5, n + 0.5], [0.5, n + 0.5], color="grey", linewidth=0.8, linestyle="--")
+        for method in gap.methods:
+            x = gap.rank(REFERENCE_PROTOCOL, method, ref)
+            y = gap.rank(CLEAN_PROTOCOL, method, clean)
+            if x is None or y is None:
+                continue
+            ax.scatter([x], [y], color="C3" if gap.uses_mcar(method) else "C0")
+            ax.annotate(gap.label(method), (x, y), textcoords="offset points", xytext=(4, 4),
+                        fontsize=8)
+        ax.set_xlim(0.5, n + 0.5)
+        ax.set_ylim(n + 0.5, 0.5)       # rank 1 at the top left
+        ax.set_xticks(range(1, n + 1))
+        ax.set_yticks(range(1, n + 1))
+        ax.set_xlabel(f"rank by {metric_label(ref, 'standard')} ({REFERENCE_PROTOCOL})")
+        ax.set_ylabel(f"rank by {metric_label(clean, 'standard')} ({CLEAN_PROTOCOL})")
+    return fig
+
+
+def gap_report(root: Path | None = None, dataset: str = "coat", fmt: str = "table",
+               figures: bool = True, figures_dir: Path | None = None,
+               expected_seeds: int | None = None) -> ReportOutput:
+    """The protocol-gap table and its paired tests in format ``fmt``, and (``figures``) the
+    figure ``protocol_gap_<dataset>`` (PNG, PDF) under ``figures_dir`` (default
+    ``<results>/figures``). Raises :class:`AtrecError` for a bad format and (exit code 3)
+    when there are no results."""
+    if fmt not in FORMATS:
+        raise AtrecError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
+    gap = protocol_gap(root, dataset, expected_seeds)
+    paths: list[Path] = []
+    if figures:
+        out = figures_dir or (results_dir() if root is None else Path(root)) / "figures"
+        paths = save_figure(gap_figure(gap), f"protocol_gap_{gap.dataset}", out)
+    if fmt == "json":
+        return ReportOutput(json.dumps(gap_json(gap), indent=1), tuple(paths), gap.notices)
+    rows, columns = gap_rows(gap, fmt)
+    body = render(rows, fmt, columns, numparse=False)
+    if fmt != "csv":
+        body += "\n" + _legend(gap, fmt)
+    tests = gap_test_rows(gap, fmt)
+    parts = [f"{heading('Protocol gap: ' + REFERENCE_PROTOCOL + ' vs ' + CLEAN_PROTOCOL, fmt)}"
+             f"\n{body}",
+             f"{heading('Paired t-tests vs MF, Holm over each protocol', fmt)}\n"
+             + (render(tests, fmt, list(tests[0]), numparse=False) if tests
+                else "(nothing to show)")]
+    return ReportOutput("\n\n".join(parts), tuple(paths), gap.notices)
+
+
+def gap_datasets(root: Path | None = None) -> tuple[str, ...]:
+    """The datasets with records under either binary protocol, in the paper's order."""
+    base = results_dir() if root is None else Path(root)
+    found = {p.name for name in GAP_PROTOCOLS
+             for p in (get_protocol(name).results_root(base) / "runs").glob("*") if p.is_dir()}
+    return tuple(sorted(found, key=dataset_order))
+
+
+def gap_reports(datasets: Sequence[str] | None = None, fmt: str = "table", figures: bool = True,
+                expected_seeds: int | None = None,
+                root: Path | None = None) -> list[ReportOutput]:
+    """:func:`gap_report` of each of ``datasets`` (default: those with binary results); in
+    ``json``, one output holding the list of every dataset's document."""
+    chosen = list(datasets or gap_datasets(root))
+    if not chosen:
+        base = results_dir() if root is None else Path(root)
+        raise AtrecError(f"no results of the binary protocols under {base}: run 'atrec "
+                         f"reproduce --binary' first", exit_code=3)
+    outs = [gap_report(root, d, fmt, figures, expected_seeds=expected_seeds) for d in chosen]
+    if fmt == "json" and len(outs) > 1:
+        doc = [json.loads(o.text) for o in outs]
+        return [ReportOutput(json.dumps(doc, indent=1), tuple(p for o in outs for p in o.figures),
+                             tuple(n for o in outs for n in o.notices))]
+    return outs

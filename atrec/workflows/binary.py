@@ -1,0 +1,117 @@
+"""``atrec reproduce --binary`` (``BINARY=1 make reproduce``): every registered binary method
+under both binary protocols on every dataset there is, then the protocol-gap report.
+
+:func:`plan_binary` says what runs, without training anything: per protocol of
+:data:`~atrec.reporting.protocol_gap.GAP_PROTOCOLS`, per dataset, the methods of
+:func:`~atrec.methods.registry.registry_for` grouped by the parameter set they train with, the
+one :mod:`atrec.reporting.protocol_gap` reads:
+
+* ``binary-icde24``: ``reference`` (the reference code's values);
+* ``binary-clean``: ``tuned`` for a method whose values ``atrec tune --protocol binary-clean``
+  exported for that dataset, ``reference`` otherwise (nothing is tuned here: tuning every
+  method is a study of its own, ``atrec tune --protocol binary-clean --method all``).
+
+A method without values for a dataset in either set is left out with a notice.
+:func:`train_binary` trains the plans (resumable: finished seeds are reused) and
+:func:`write_gap_report` writes ``<results>/protocol_gap.md`` and its figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from atrec.errors import AtrecError
+from atrec.experiments.training import TrainRequest, train
+from atrec.fileio import atomic_write_text
+from atrec.methods.registry import registry_for
+from atrec.names import NO_PROPENSITY
+from atrec.paths import results_dir
+from atrec.reporting.protocol_gap import CLEAN_PROTOCOL, GAP_PROTOCOLS, gap_reports
+from atrec.results.params import REFERENCE, TUNED, get_params
+
+GAP_FILE = "protocol_gap.md"
+
+
+@dataclass(frozen=True)
+class BinaryPlan:
+    """One ``atrec train`` of the binary stage: ``methods`` under ``protocol`` on ``dataset``
+    with the parameter set ``params``."""
+
+    protocol: str
+    dataset: str
+    params: str
+    methods: tuple[str, ...]
+
+
+def _params_set(protocol: str, dataset: str, method: str, tables: dict) -> str | None:
+    """The first set of ``protocol``'s preference (module doc) that holds values for
+    ``method`` on ``dataset``, read as ``atrec train`` reads it; ``None`` when none does."""
+    sets = (TUNED, REFERENCE) if protocol == CLEAN_PROTOCOL else (REFERENCE,)
+    for name in sets:
+        try:
+            get_params(name, dataset, NO_PROPENSITY, False, method, protocol, tables)
+        except AtrecError:
+            continue
+        return name
+    return None
+
+
+def plan_binary(datasets: Sequence[str], methods: Sequence[str] | None = None
+                ) -> tuple[list[BinaryPlan], list[str]]:
+    """The plans (module doc) and a notice per method left out; ``methods`` default: every
+    registered binary method."""
+    plans, notices = [], []
+    for protocol in GAP_PROTOCOLS:
+        names = list(methods) if methods else list(registry_for(protocol).names())
+        tables: dict = {}
+        for dataset in datasets:
+            groups: dict[str, list[str]] = {}
+            for name in names:
+                params = _params_set(protocol, dataset, name, tables)
+                if params is not None:
+                    groups.setdefault(params, []).append(name)
+                else:
+                    notices.append(f"{name} left out under {protocol} on {dataset}: no "
+                                   f"reference or tuned values for it")
+            plans += [BinaryPlan(protocol, dataset, params, tuple(group))
+                      for params, group in groups.items()]
+    return plans, notices
+
+
+def train_binary(plans: Sequence[BinaryPlan], seeds: int = 20,
+                 progress: Callable[[str], None] | None = None) -> list:
+    """Train ``seeds`` seeds (0..seeds-1) of every plan; returns the
+    :class:`~atrec.experiments.runner.ConfigOutcome` list."""
+    outcomes = []
+    for plan in plans:
+        outcomes += train(TrainRequest([plan.dataset], [NO_PROPENSITY], [False],
+                                       list(range(seeds)), params=plan.params,
+                                       methods=list(plan.methods), protocol=plan.protocol),
+                          echo=progress)
+    return outcomes
+
+
+def write_gap_report(datasets: Sequence[str], seeds: int = 20,
+                     root: Path | None = None) -> tuple[Path, list[Path], list[str]]:
+    """Write the protocol-gap report of ``datasets`` (markdown) to ``<root>/protocol_gap.md``
+    and its figures under ``<root>/figures``; returns ``(path, figures, notices)``. Datasets
+    without binary results are left out with a notice."""
+    base = results_dir() if root is None else Path(root)
+    parts, figures, notices = [], [], []
+    for dataset in datasets:
+        try:
+            outs = gap_reports([dataset], "markdown", True, seeds, root=base)
+        except AtrecError as exc:
+            if exc.exit_code != 3:
+                raise
+            notices.append(str(exc))
+            continue
+        for out in outs:
+            parts.append(out.text)
+            figures += out.figures
+            notices += out.notices
+    path = base / GAP_FILE
+    atomic_write_text(path, "\n\n".join(parts or ["(no binary results)"]) + "\n")
+    return path, figures, notices

@@ -1,0 +1,178 @@
+"""The protocol-gap report and the binary benchmark table on hand-written records.
+
+Records (Coat, seeds 0-4, every binary metric at 0.5 unless set) under both binary protocols,
+each method's AUC and nDCG@5 written as MF's plus a per-seed difference chosen here, so the
+ranks, the paired tests and the Holm correction are known by hand:
+
+* MF: AUC 0.70 / 0.68 and nDCG@5 0.60 / 0.58 (icde24 / clean), plus ``BASE`` per seed;
+* binary-icde24 (reference): IPS +0.02 AUC (tiny noise: beats MF), +0.01 nDCG@5 (noise of sd
+  0.016: not significant); SNIPS -0.05 and -0.03 (worse); ``fake-leak`` (registered here,
+  ``uses_mcar``) +0.03 AUC (beats MF), -0.01 nDCG@5. AUC ranks: leak 1, IPS 2, MF 3, SNIPS 4.
+* binary-clean (IPS at ``tuned``, the rest ``reference``; fake-leak has no results): IPS AUC
+  identical to MF's (tied rank, p = 1), nDCG@5 +0.002 with noise (p large); SNIPS AUC +0.01
+  with noise giving a raw t-test p of about 0.047, which Holm over the family of 4 (x3: it is
+  the second smallest) makes 0.14, so it does NOT beat MF; SNIPS nDCG@5 +0.02 (beats MF).
+"""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from atrec.cli import main
+from atrec.errors import AtrecError
+from atrec.methods.binary.ips import BinaryMF
+from atrec.methods.binary.registry import BINARY_METHODS
+from atrec.names import NO_PROPENSITY, config_key
+from atrec.protocols import get_protocol
+from atrec.protocols.binary import BINARY_CLEAN_METRICS
+from atrec.reporting.benchmark_render import benchmark_report
+from atrec.reporting.protocol_gap import gap_report, protocol_gap
+from atrec.reporting.tables import FORMATS
+from atrec.results.records import record_path, save_record
+
+SEEDS = range(5)
+BASE = np.array([-0.02, -0.01, 0.0, 0.01, 0.02])
+TINY = np.array([0.001, -0.001, 0.002, -0.002, 0.0])
+NOISY = np.array([0.01, -0.01, 0.02, -0.02, 0.0])
+SNIPS_CLEAN_AUC = np.array([0.01, -0.01, 0.005, -0.005, 0.0])
+ICDE, CLEAN = "binary-icde24", "binary-clean"
+# protocol -> method -> (params, AUC diff per seed, nDCG@5 diff per seed)
+DIFFS = {
+    ICDE: {"mf": ("reference", 0 * BASE, 0 * BASE),
+           "mf-ips": ("reference", 0.02 + TINY, 0.01 + NOISY),
+           "mf-snips": ("reference", -0.05 + TINY, -0.03 + TINY),
+           "fake-leak": ("reference", 0.03 + TINY, -0.01 + TINY)},
+    CLEAN: {"mf": ("reference", 0 * BASE, 0 * BASE),
+            "mf-ips": ("tuned", 0 * BASE, 0.002 + NOISY),
+            "mf-snips": ("reference", 0.01 + SNIPS_CLEAN_AUC, 0.02 + TINY)},
+}
+MF = {ICDE: (0.70, 0.60), CLEAN: (0.68, 0.58)}
+NDCG = {ICDE: "ndcg5_ref", CLEAN: "ndcg5"}
+
+
+class FakeLeak(BinaryMF):
+    name, label, uses_mcar, leaks = "fake-leak", "Fake leak", True, True
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    BINARY_METHODS.names()   # the built-ins first, so they keep their order
+    BINARY_METHODS.register(FakeLeak)
+    yield
+    BINARY_METHODS.unregister(FakeLeak.name)
+
+
+def _auc_ndcg(protocol, method):
+    _, d_auc, d_ndcg = DIFFS[protocol][method]
+    return MF[protocol][0] + BASE + d_auc, MF[protocol][1] + BASE + d_ndcg
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    base = tmp_path_factory.mktemp("gap")
+    for protocol, methods in DIFFS.items():
+        root = get_protocol(protocol).results_root(base)
+        for method, (params, _, _) in methods.items():
+            auc, ndcg = _auc_ndcg(protocol, method)
+            for s in SEEDS:
+                metrics = dict.fromkeys(BINARY_CLEAN_METRICS, 0.5)
+                metrics.update(auc=float(auc[s]), **{NDCG[protocol]: float(ndcg[s])})
+                record = {"schema": 1, "dataset": "coat", "propensity": NO_PROPENSITY,
+                          "with_at": False, "method": method, "seed": s, "params": {"dim": 4},
+                          "params_source": params, "metrics": metrics,
+                          "protocol": {"name": protocol}, "provenance": {}}
+                save_record(record, record_path("coat", config_key(NO_PROPENSITY, False, method),
+                                                params, s, root))
+    return base
+
+
+def test_ranks_tie_and_missing(results):
+    gap = protocol_gap(results, "coat", expected_seeds=5)
+    assert gap.methods == ("mf", "mf-ips", "mf-snips", "fake-leak")
+    ranks = {m: (gap.rank(ICDE, m, "auc"), gap.rank(ICDE, m, "ndcg5_ref"),
+                 gap.rank(CLEAN, m, "auc"), gap.rank(CLEAN, m, "ndcg5")) for m in gap.methods}
+    assert ranks == {"mf": (3, 2, 2, 3), "mf-ips": (2, 1, 2, 2), "mf-snips": (4, 4, 1, 1),
+                     "fake-leak": (1, 3, None, None)}
+    assert gap.params(CLEAN, "mf-ips")[0] == "tuned"
+    assert gap.params(CLEAN, "mf")[0] == "reference"
+    assert gap.mean(CLEAN, "mf-snips", "ndcg5") == pytest.approx(0.60)
+
+
+def test_who_beats_mf_and_holm(results):
+    gap = protocol_gap(results, "coat", expected_seeds=5)
+    beats = {(p, m, k): gap.beats_mf(p, m, k) for p in (ICDE, CLEAN)
+             for m in gap.methods if m != "mf" for k in ("auc", NDCG[p])}
+    assert beats == {(ICDE, "mf-ips", "auc"): True, (ICDE, "mf-ips", "ndcg5_ref"): False,
+                     (ICDE, "mf-snips", "auc"): False, (ICDE, "mf-snips", "ndcg5_ref"): False,
+                     (ICDE, "fake-leak", "auc"): True, (ICDE, "fake-leak", "ndcg5_ref"): False,
+                     (CLEAN, "mf-ips", "auc"): False, (CLEAN, "mf-ips", "ndcg5"): False,
+                     (CLEAN, "mf-snips", "auc"): False, (CLEAN, "mf-snips", "ndcg5"): True,
+                     (CLEAN, "fake-leak", "auc"): None, (CLEAN, "fake-leak", "ndcg5"): None}
+    # binary-clean's family of four, p-values from scipy on the hand-made differences
+    raw = {(m, k): stats.ttest_rel(_auc_ndcg(CLEAN, m)[i], _auc_ndcg(CLEAN, "mf")[i]).pvalue
+           for m in ("mf-ips", "mf-snips") for i, k in enumerate(("auc", "ndcg5"))}
+    raw[("mf-ips", "auc")] = 1.0          # identical values: no evidence (significance.py)
+    snips = gap.test(CLEAN, "mf-snips", "auc")
+    assert snips.t_p == pytest.approx(raw[("mf-snips", "auc")])
+    assert 0.04 < snips.t_p < 0.05                       # significant before Holm ...
+    ordered = sorted(raw.values())
+    assert ordered.index(raw[("mf-snips", "auc")]) == 1  # ... second smallest of four: x3
+    assert snips.t_p_holm == pytest.approx(3 * raw[("mf-snips", "auc")])
+    assert snips.t_p_holm > 0.05 and snips.method_better
+    # the family is one protocol's: binary-icde24's six tests do not enter it
+    assert len(gap.tests[CLEAN]) == 4 and len(gap.tests[ICDE]) == 6
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_report_in_every_format(results, tmp_path, fmt):
+    out = gap_report(results, "coat", fmt, figures=False, expected_seeds=5)
+    if fmt == "json":
+        doc = json.loads(out.text)
+        snips = next(m for m in doc["methods"] if m["method"] == "mf-snips")
+        assert snips[CLEAN]["ranks"] == {"auc": 1, "ndcg5": 1}
+        assert snips[CLEAN]["beats_mf"] == {"auc": False, "ndcg5": True}
+        assert next(m for m in doc["methods"] if m["method"] == "fake-leak")["uses_mcar"]
+        return
+    lines = out.text.splitlines()
+    leak = next(line for line in lines if "Fake leak" in line)
+    assert ("$^\\dagger$" if fmt == "latex" else "Fake leak†") in leak
+    snips = next(line for line in lines if "SNIPS" in line)
+    assert "nDCG@5" in snips and "tuned" not in snips
+    ips = next(line for line in lines if re.match(r"\W*IPS\b", line))
+    assert "tuned" in ips
+
+
+def test_figure_and_cli(results, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(results))
+    result = CliRunner().invoke(main, ["report", "--table", "protocol-gap", "--dataset", "coat",
+                                       "--expected-seeds", "5", "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "## Protocol gap" in result.output
+    for ext in ("png", "pdf"):
+        assert (results / "figures" / f"protocol_gap_coat.{ext}").stat().st_size > 1000
+
+
+def test_no_results_is_a_one_line_error(tmp_path):
+    with pytest.raises(AtrecError, match="no results of the binary protocols") as info:
+        protocol_gap(tmp_path, "coat")
+    assert info.value.exit_code == 3
+
+
+def test_binary_benchmark_tests_against_mf_and_marks_mcar(results):
+    root = get_protocol(ICDE).results_root(results)
+    out = benchmark_report(root, ["coat"], "reference", fmt="table", expected_seeds=5,
+                           protocol=ICDE).text
+    header = out.splitlines()[2]
+    assert header.split()[:4] == ["data", "method", "params", "budget"]   # no propensity
+    assert "AUC" in header and "w/o AT" not in header and "w/ AT" not in out
+    assert "Paired tests vs MF (" in out and "propensity" not in out
+    assert "Fake leak†" in out
+    doc = json.loads(benchmark_report(root, ["coat"], "reference", fmt="json",
+                                      expected_seeds=5, protocol=ICDE).text)
+    assert doc["baseline"] == "mf"
+    assert {t["baseline_propensity"] for t in doc["tests"]} == {NO_PROPENSITY}
+    assert {t["method"] for t in doc["tests"]} == {"mf-ips", "mf-snips", "fake-leak"}

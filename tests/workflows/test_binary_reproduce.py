@@ -1,0 +1,61 @@
+"""``atrec reproduce --binary``'s planning (which configurations, which parameter set), without
+training: a tuned file under binary-clean holds values for MF on Coat only, and a binary method
+registered here ships no values for any dataset."""
+
+import yaml
+
+from atrec.methods.binary.ips import BinaryMF
+from atrec.methods.binary.registry import BINARY_METHODS
+from atrec.methods.registry import method_class, registry_for
+from atrec.names import NO_PROPENSITY, config_key
+from atrec.results.params import tuned_params_path
+from atrec.workflows import binary as stage
+
+
+class NoValues(BinaryMF):
+    name, label, reference_params = "no-values", "No values", {}
+
+
+def _shipping(protocol, dataset):
+    """The registered binary methods that ship reference values for ``dataset``."""
+    key = lambda m: config_key(NO_PROPENSITY, False, m)  # noqa: E731
+    return [m for m in registry_for(protocol).names()
+            if key(m) in (method_class(m, protocol).reference_params.get(dataset) or {})]
+
+
+def test_plan_reads_tuned_values_where_they_exist(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
+    path = tuned_params_path("binary-clean")
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump({"coat": {"mf/none": {"dim": 8, "lam": 1e-3, "lr": 0.01,
+                                                         "batch_size": 128}}}))
+    BINARY_METHODS.names()
+    BINARY_METHODS.register(NoValues)
+    try:
+        plans, notices = stage.plan_binary(["coat", "yahoo"])
+        shipped = {d: _shipping("binary-icde24", d) for d in ("coat", "yahoo")}
+    finally:
+        BINARY_METHODS.unregister(NoValues.name)
+    got = {(p.protocol, p.dataset, p.params): p.methods for p in plans}
+    assert "mf" in shipped["coat"] and "no-values" not in shipped["coat"]
+    assert got == {
+        ("binary-icde24", "coat", "reference"): tuple(shipped["coat"]),
+        ("binary-icde24", "yahoo", "reference"): tuple(shipped["yahoo"]),
+        ("binary-clean", "coat", "tuned"): ("mf",),
+        ("binary-clean", "coat", "reference"): tuple(m for m in shipped["coat"] if m != "mf"),
+        ("binary-clean", "yahoo", "reference"): tuple(shipped["yahoo"]),
+    }
+    assert sum("no-values left out" in n for n in notices) == 4   # 2 protocols x 2 datasets
+
+
+def test_train_binary_asks_train_for_each_plan(monkeypatch):
+    asked = []
+    monkeypatch.setattr(stage, "train", lambda request, echo=None: asked.append(request) or [])
+    plans = [stage.BinaryPlan("binary-icde24", "coat", "reference", ("mf", "mf-ips")),
+             stage.BinaryPlan("binary-clean", "coat", "tuned", ("mf",))]
+    assert stage.train_binary(plans, seeds=3) == []
+    assert [(r.protocol, r.datasets, r.params, r.methods, r.seeds, r.at_options,
+             r.propensities) for r in asked] == [
+        ("binary-icde24", ["coat"], "reference", ["mf", "mf-ips"], [0, 1, 2], [False],
+         [NO_PROPENSITY]),
+        ("binary-clean", ["coat"], "tuned", ["mf"], [0, 1, 2], [False], [NO_PROPENSITY])]
