@@ -33,6 +33,7 @@ from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.protocol_gap import gap_report, protocol_gap
 from atrec.reporting.tables import FORMATS
 from atrec.results.records import record_path, save_record
+from atrec.workflows.binary import write_gap_report
 
 SEEDS = range(5)
 BASE = np.array([-0.02, -0.01, 0.0, 0.01, 0.02])
@@ -176,3 +177,11 @@ def test_binary_benchmark_tests_against_mf_and_marks_mcar(results):
     assert doc["baseline"] == "mf"
     assert {t["baseline_propensity"] for t in doc["tests"]} == {NO_PROPENSITY}
     assert {t["method"] for t in doc["tests"]} == {"mf-ips", "mf-snips", "fake-leak"}
+
+
+def test_reproduce_writes_the_gap_report(results):
+    path, figures, notices = write_gap_report(["yahoo", "coat"], seeds=5, root=results)
+    text = path.read_text()
+    assert path == results / "protocol_gap.md" and text.count("## Protocol gap") == 1
+    assert "| SNIPS" in text and {p.suffix for p in figures} == {".png", ".pdf"}
+    assert any("Yahoo! R3" in n for n in notices)     # no binary results there: said, skipped

@@ -2,7 +2,16 @@
 training: a tuned file under binary-clean holds values for MF on Coat only, and a binary method
 registered here ships no values for any dataset."""
 
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 import yaml
+from click.testing import CliRunner
+
+from atrec.cli import experiments as cli_experiments
+from atrec.cli import main
 
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.binary.registry import BINARY_METHODS
@@ -10,6 +19,9 @@ from atrec.methods.registry import method_class, registry_for
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.results.params import tuned_params_path
 from atrec.workflows import binary as stage
+from atrec.workflows import pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class NoValues(BinaryMF):
@@ -59,3 +71,25 @@ def test_train_binary_asks_train_for_each_plan(monkeypatch):
         ("binary-icde24", ["coat"], "reference", ["mf", "mf-ips"], [0, 1, 2], [False],
          [NO_PROPENSITY]),
         ("binary-clean", ["coat"], "tuned", ["mf"], [0, 1, 2], [False], [NO_PROPENSITY])]
+
+
+def test_cli_and_makefile_pass_binary(reproduce_env, monkeypatch):
+    """``atrec reproduce --binary`` and ``make reproduce BINARY=1`` reach the pipeline."""
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        return pipeline.PipelineResult(passed=True)
+
+    monkeypatch.setattr(cli_experiments, "reproduce", fake)
+    result = CliRunner().invoke(main, ["reproduce", "--binary", "--no-variance"])
+    assert result.exit_code == 0, result.output
+    assert seen["binary"] is True
+    CliRunner().invoke(main, ["reproduce", "--no-variance"])
+    assert seen["binary"] is False
+    make = [shutil.which("make") or pytest.skip("no make here"), "-n", "-C", str(ROOT),
+            "reproduce", "STAMP=Makefile"]
+    assert "--binary" in subprocess.run([*make, "BINARY=1"], capture_output=True, text=True,
+                                        check=True).stdout
+    assert "--binary" not in subprocess.run(make, capture_output=True, text=True,
+                                            check=True).stdout

@@ -1,0 +1,92 @@
+"""Speed of the binary protocol's methods, end to end, against the reference code's cost.
+
+    python benchmarks/bench_binary.py                    # every case
+    python benchmarks/bench_binary.py coat:mf coat:mf-ips  # some cases
+
+A case ``<data>:<method>`` times the whole command
+
+    atrec train --protocol binary-icde24 --params reference --method <method> --dataset <d> --seeds 20
+
+in a fresh process with an empty results folder (so nothing is reused): start-up, data loading,
+tracing and compilation included. Data: ``coat`` (the shared copy) and ``yahoo-size`` (the
+Yahoo-size synthetic data of ``atrec.data.synthetic.YAHOO_SIZE`` installed as the ``yahoo``
+store, trained with Yahoo's reference values). Methods: MF, IPS (``mf-ips``) and DR-JL
+(``dr-jl``) where the binary registry has it.
+
+Beside each Coat figure: the reference code's cost for 20 runs, from the CPU time per run of its
+scripts on Coat that issue 33 ("Speed") gives, about 6 s for ``MF.py`` and 9 s for DR-JL's;
+no such figure is given for IPS or for Yahoo, so none is printed. ``x faster`` = the reference
+CPU for 20 runs / atrec's CPU for the 20 seeds. Figures to read, never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from _shared import (  # noqa: E402
+    SHARED,
+    install_yahoo_size,
+    machine,
+    run_cases,
+    run_child,
+    scratch_folders,
+)
+
+SEEDS = 20
+METHODS = ("mf", "mf-ips", "dr-jl")
+DATA = {"coat": "coat", "yahoo-size": "yahoo"}   # case name -> the --dataset it trains
+# the reference scripts' CPU seconds per run on Coat (issue 33, "Speed")
+REFERENCE_CPU_PER_RUN = {"mf": 6.0, "dr-jl": 9.0}
+
+
+def _cases() -> list[str]:
+    from atrec.methods.registry import registry_for
+
+    have = set(registry_for("binary-icde24").names())
+    return [f"{d}:{m}" for d in DATA for m in METHODS if m in have]
+
+
+def _install(folder: Path, data: str) -> None:
+    """``folder`` as ``ATREC_DATA_DIR`` holding the case's data only."""
+    from atrec.data.download import download
+    from atrec.data.preprocess import preprocess
+
+    os.environ["ATREC_DATA_DIR"] = str(folder)
+    if data == "coat":
+        download("coat", source=SHARED / "coat", quiet=True)
+        preprocess("coat", quiet=True)
+    else:
+        install_yahoo_size()
+
+
+def run_case(case: str) -> None:
+    data, _, method = case.partition(":")
+    if data not in DATA or not method:
+        sys.exit(f"unknown case '{case}': give <data>:<method>, data one of {', '.join(DATA)}")
+    with scratch_folders("atrec-bench-binary") as new:
+        _install(new("data"), data)
+        env = dict(os.environ, ATREC_RESULTS_DIR=str(new("results")))
+        argv = [sys.executable, "-m", "atrec", "train", "--protocol", "binary-icde24",
+                "--params", "reference", "--method", method, "--dataset", DATA[data],
+                "--seeds", str(SEEDS), "--quiet"]
+        run = run_child(argv, env)
+    line = (f"{case:22s} wall {run.wall:7.1f} s  cpu {run.cpu_s:7.1f} s  "
+            f"({run.cpu_s / SEEDS:5.2f} s CPU per seed)  peak {run.peak_mb:6.0f} MB")
+    ref = REFERENCE_CPU_PER_RUN.get(method) if data == "coat" else None
+    if ref is not None:
+        line += (f"  | reference code: ~{ref * SEEDS:.0f} s CPU for {SEEDS} runs, "
+                 f"{ref * SEEDS / run.cpu_s:.1f}x faster")
+    if run.code:
+        line += f"  (exit {run.code})"
+    print(line, flush=True)
+
+
+if __name__ == "__main__":
+    run_cases(__file__, sys.argv[1:], _cases(),
+              f"binary-icde24, {SEEDS} seeds per command, on {machine()}", run_case)
