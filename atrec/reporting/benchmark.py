@@ -47,13 +47,13 @@ from atrec.evaluation.summary import (
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.registry import METHODS, base_method, registry_for
 from atrec.names import DATASETS, DEFAULT_METHOD, NO_PROPENSITY, config_key
-from atrec.protocols import get_protocol
 from atrec.propensity.registry import (
     PROPENSITIES,
     propensity_label,
     propensity_order,
     table1_propensities,
 )
+from atrec.protocols import get_protocol
 from atrec.reporting.common import (
     better_pair,
     config_label,
@@ -200,7 +200,7 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     """
     nd = ndcg_metrics(ndcg)
     registry, baseline = registry_for(protocol), baseline_for(protocol)
-    order = lambda name: _method_order(name, registry)  # noqa: E731
+    order = lambda name: _method_order(name, registry)
     unknown = [d for d in datasets or () if d not in DATASETS]
     if unknown:
         raise AtrecError(f"unknown dataset '{unknown[0]}': choose from {', '.join(DATASETS)}")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atrec.errors import AtrecError
-from atrec.evaluation.summary import dataset_order
 from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
 from atrec.evaluation.significance import ALPHA, MethodTest, method_tests
+from atrec.evaluation.summary import dataset_order
 from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
@@ -295,8 +295,8 @@ def gap_report(root: Path | None = None, dataset: str = "coat", fmt: str = "tabl
     if fmt != "csv":
         body += "\n" + _legend(gap, fmt)
     tests = gap_test_rows(gap, fmt)
-    parts = [f"{heading('Protocol gap: ' + REFERENCE_PROTOCOL + ' vs ' + CLEAN_PROTOCOL, fmt)}"
-             f"\n{body}",
+    title = f"Protocol gap: {REFERENCE_PROTOCOL} vs {CLEAN_PROTOCOL}"
+    parts = [f"{heading(title, fmt)}\n{body}",
              f"{heading('Paired t-tests vs MF, Holm over each protocol', fmt)}\n"
              + (render(tests, fmt, list(tests[0]), numparse=False) if tests
                 else "(nothing to show)")]

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
-
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.methods.registry import method_class, registry_for
@@ -30,7 +29,7 @@ class NoValues(BinaryMF):
 
 def _shipping(protocol, dataset):
     """The registered binary methods that ship reference values for ``dataset``."""
-    key = lambda m: config_key(NO_PROPENSITY, False, m)  # noqa: E731
+    key = lambda m: config_key(NO_PROPENSITY, False, m)
     return [m for m in registry_for(protocol).names()
             if key(m) in (method_class(m, protocol).reference_params.get(dataset) or {})]
 
