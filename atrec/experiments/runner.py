@@ -112,7 +112,9 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
     protocol settings it ran under (a dict for the records)."""
     method = get_method(spec.method, spec.protocol)
     full = ranking_part(spec, inputs.splits[0])
-    problem = FitProblem(data.num_users, data.num_items, tuple(seeds), inputs.train, inputs.val,
+    # the split's sizes: binary-icde24 indexes Yahoo by its 1-based ids (one more row each)
+    problem = FitProblem(inputs.splits[0].num_users, inputs.splits[0].num_items, tuple(seeds),
+                         inputs.train, inputs.val,
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
