@@ -147,7 +147,7 @@ class BinaryClean(_Binary):
     metrics = BINARY_CLEAN_METRICS
     selection = (f"early stopping on the validation criterion, patience {PATIENCE}, best epoch "
                  f"kept")
-    param_sets = ("reference", "tuned")
+    param_sets = ("tuned-atrec", "reference", "tuned")
     seeds = 20
     split_description = ("90/10 train/validation shuffled per seed; the MCAR 5% slice cut once "
                          "(seed 12345) and removed from the test set")

@@ -48,3 +48,15 @@ def test_a_binary_protocols_tuned_file_is_checked_against_its_own_methods(tmp_pa
     path.write_text("coat:\n  mf/none: {dim: 10, lam: 0.001, lr: 0.01, batch: 128}\n")
     with pytest.raises(AtrecError, match="unknown hyperparameter 'batch'"):
         read_tuned_file(path, "binary-clean")
+
+
+def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
+    from atrec.protocols import get_protocol
+    from atrec.results.params import get_params
+
+    chain = ",".join(get_protocol("binary-clean").param_sets)
+    assert chain.startswith("tuned-atrec,reference")
+    _, label = get_params(chain, "coat", "none", False, "mf-ips", "binary-clean")
+    assert label == "tuned-atrec"
+    values, label = get_params(chain, "coat", "none", False, "dr-bias", "binary-clean")
+    assert label == "reference" and values.dim == 4        # no tuned entry: the script's k
