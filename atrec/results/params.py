@@ -18,28 +18,23 @@ from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class, regist
 from atrec.names import DATASETS, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol, results_root
-
-PUBLISHED = "published"
-TUNED = "tuned"
-# Shipped sets beside the authors' values: the baselines tuned by atrec's own protocol, and the
-# values other methods' authors published under theirs (each method's reference_params).
-TUNED_ATREC = "tuned-atrec"
-REFERENCE = "reference"
-SHIPPED_FILES = {PUBLISHED: "published_params.yaml", TUNED_ATREC: "tuned_atrec_params.yaml"}
-NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
-# The sets every command tries, in this order, when --params is not given: the default protocol's
-# (saito2020: the paper's authors' MF-IPS values, then the baselines tuned by atrec, then their
-# own authors' values, then the user's tuning). Each configuration takes its values from the
-# first set that has them. A protocol's sets have one home: its ``param_sets``.
-DEFAULT_CHAIN = get_protocol(DEFAULT_PROTOCOL).param_sets
-DEFAULT_PARAMS = ",".join(DEFAULT_CHAIN)
-# What each named set holds, in a few words (``--params``'s help and its error messages).
-SET_HELP = {
-    PUBLISHED: "the paper's authors' tuned values; for another method, those it ships",
-    TUNED: "yours, from 'atrec tune'",
-    TUNED_ATREC: "the baselines tuned by atrec's own protocol",
-    REFERENCE: "the values each method's authors published under their own protocol",
-}
+from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' names live there)
+    DEFAULT_CHAIN,
+    DEFAULT_PARAMS,
+    NAMED_SETS,
+    PUBLISHED,
+    REFERENCE,
+    SET_HELP,
+    SHIPPED_FILES,
+    TUNED,
+    TUNED_ATREC,
+)
+from atrec.results.tune_hints import (  # noqa: F401  (re-exported)
+    missing_values_error,
+    no_values_error,
+    tune_command_for,
+    tune_commands_for,
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +64,7 @@ class HyperParams:
             object.__setattr__(self, "epsilon", float(self.epsilon))
 
     @classmethod
-    def from_values(cls, values: dict) -> "HyperParams":
+    def from_values(cls, values: dict) -> HyperParams:
         """From validated ``name -> value`` (``dim``, ``lam``, optional ``epsilon``, others)."""
         rest = {k: v for k, v in values.items() if k not in ("dim", "lam", "epsilon")}
         return cls(values["dim"], values["lam"], values.get("epsilon"),
@@ -240,52 +235,6 @@ def chain_sets(source: str) -> list[str]:
     return sets
 
 
-def tune_command_for(dataset: str, propensity: str, with_at: bool, method: str) -> str:
-    """The ``atrec tune`` command that makes the values of one configuration (into ``tuned``)."""
-    return _tune_command(dataset, [method], [propensity], with_at)
-
-
-def _tune_command(dataset: str, methods, propensities, with_at: bool) -> str:
-    parts = ["atrec tune"]
-    if list(methods) != [DEFAULT_METHOD]:
-        parts.append(f"--method {','.join(methods)}")
-    parts.append(f"--dataset {dataset}")
-    if METHODS.get(methods[0]).uses_propensity:
-        parts.append(f"--propensity {','.join(propensities)}")
-    parts.append("--with-at" if with_at else "--without-at")
-    return " ".join(parts)
-
-
-def tune_commands_for(configs) -> list[str]:
-    """The ``atrec tune`` commands that make the values of exactly ``configs`` (``(dataset,
-    method, propensity, with_at)``, in order): one per dataset, AT option and set of
-    propensities, naming every method that lacks that same set."""
-    props: dict[tuple, list[str]] = {}
-    for dataset, method, propensity, with_at in configs:
-        props.setdefault((dataset, with_at, method), []).append(propensity)
-    groups: dict[tuple, list[str]] = {}
-    for (dataset, with_at, method), names in props.items():
-        uses = METHODS.get(method).uses_propensity
-        groups.setdefault((dataset, with_at, uses, tuple(names) if uses else ()), []).append(method)
-    return [_tune_command(dataset, methods, list(names), with_at)
-            for (dataset, with_at, _, names), methods in groups.items()]
-
-
-def missing_values_error(configs, sets) -> AtrecError:
-    """The one-line error for several configurations (``(dataset, method, propensity,
-    with_at)``) that no set of ``sets`` has values for: how many, the first, the sets tried and
-    the ``atrec tune`` commands that fill exactly that gap."""
-    if len(configs) == 1:
-        dataset, method, propensity, with_at = configs[0]
-        return no_values_error(sets, dataset, propensity, with_at, method)
-    dataset, method, propensity, with_at = configs[0]
-    commands = " then ".join(f"'{c}'" for c in tune_commands_for(configs))
-    return AtrecError(f"no parameters for {len(configs)} configurations (the first "
-                      f"{dataset}/{config_key(propensity, with_at, method)}) in "
-                      f"{', '.join(sets)}: run {commands} (their values then come from "
-                      f"{TUNED})")
-
-
 def chain_lookup(sets, dataset: str, propensity: str, with_at: bool, method: str,
                  tables: dict | None = None) -> tuple[HyperParams, str] | None:
     """``(params, label)`` from the first set of ``sets`` with values for the configuration,
@@ -308,16 +257,6 @@ def chain_lookup(sets, dataset: str, propensity: str, with_at: bool, method: str
         if isinstance(section, dict) and section.get(key) is not None:
             return lookup(table, dataset, key, label, method), label
     return None
-
-
-def no_values_error(sets, dataset: str, propensity: str, with_at: bool,
-                    method: str) -> AtrecError:
-    """The one-line error for a configuration that no set of ``sets`` has values for: the sets
-    tried and the ``atrec tune`` command that fills the gap."""
-    return AtrecError(f"no parameters for {dataset}/{config_key(propensity, with_at, method)} "
-                      f"in {', '.join(sets)}: run "
-                      f"'{tune_command_for(dataset, propensity, with_at, method)}' (its values "
-                      f"then come from {TUNED})")
 
 
 def _chain_params(sets: list[str], dataset: str, propensity: str, with_at: bool,

@@ -1,0 +1,31 @@
+"""The names of the parameter sets and what each holds: one home for every module that names
+them (:mod:`atrec.results.params` reads them, :mod:`atrec.results.tune_hints` names them in its
+messages)."""
+
+from __future__ import annotations
+
+from atrec.names import DEFAULT_PROTOCOL
+from atrec.protocols import get_protocol
+
+PUBLISHED = "published"
+TUNED = "tuned"
+# Shipped sets beside the authors' values: the baselines tuned by atrec's own protocol, and the
+# values other methods' authors published under theirs (each method's reference_params).
+TUNED_ATREC = "tuned-atrec"
+REFERENCE = "reference"
+SHIPPED_FILES = {PUBLISHED: "published_params.yaml", TUNED_ATREC: "tuned_atrec_params.yaml"}
+NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
+# The sets every command tries, in this order, when --params is not given: the default protocol's
+# (saito2020: the paper's authors' MF-IPS values, then the baselines tuned by atrec, then their
+# own authors' values, then the user's tuning). Each configuration takes its values from the
+# first set that has them. A protocol's sets have one home: its ``param_sets``.
+DEFAULT_CHAIN = get_protocol(DEFAULT_PROTOCOL).param_sets
+DEFAULT_PARAMS = ",".join(DEFAULT_CHAIN)
+# What each named set holds, in a few words (``--params``'s help and its error messages).
+SET_HELP = {
+    PUBLISHED: "the paper's authors' tuned values; for another method, those it ships",
+    TUNED: "yours, from 'atrec tune'",
+    TUNED_ATREC: "the baselines tuned by atrec's own protocol",
+    REFERENCE: "the values each method's authors published under their own protocol",
+}
+
