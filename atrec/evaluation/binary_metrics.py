@@ -13,7 +13,6 @@ PROTOCOLS.md section 2).
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 from atrec.evaluation.metrics import _ranked, _ranking_inputs
 
@@ -40,6 +39,19 @@ def log_loss(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
     return float(-np.mean(y * np.log(q) + (1.0 - y) * np.log(1.0 - q)))
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values`` (n,), tied values sharing the mean of their ranks (what
+    ``scipy.stats.rankdata`` gives by default; NumPy only, so ``import atrec`` loads no SciPy)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], ordered.size]                  # each tie group [start, end)
+    mean_rank = (starts + ends + 1) / 2.0                   # mean of ranks start+1 .. end
+    ranks = np.empty(values.size, np.float64)
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks
+
+
 def global_auc(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
     """The area under the ROC curve over all test rows pooled (not per user): the share of
     (positive, negative) pairs the positive wins, a tie counting 1/2, as scikit-learn's
@@ -52,7 +64,7 @@ def global_auc(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = rankdata(q)   # average ranks of ties
+    ranks = average_ranks(q)
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 

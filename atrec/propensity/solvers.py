@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit
 
 
 def observation_matrix(num_users: int, num_items: int, user: np.ndarray,
@@ -278,6 +277,8 @@ def duality_gap(z: np.ndarray, y: np.ndarray, radius: float,
     """``<grad F(Z), Z> + radius * sigma_max(grad F(Z))``: the Frank-Wolfe gap, an upper bound
     on ``F(Z) - min F`` over the ball (``min_{|S|_* <= r} <g, S> = -r sigma_max(g)``).
     ``spectrum``: where ``sigma_max`` comes from (default: a full ``eigh``)."""
+    from scipy.special import expit  # SciPy: loaded by a 1-bit fit only, not by 'import atrec'
+
     grad = expit(z)
     grad -= y
     if spectrum is None:
@@ -311,6 +312,8 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
     25 iterations), or after ``max_iter``. Starts from the constant
     ``Z = logit(mean y)`` projected onto the ball; deterministic.
     """
+    from scipy.special import expit  # SciPy: loaded by a 1-bit fit only, not by 'import atrec'
+
     start = time.perf_counter()
     rho = float(np.clip(y.mean(), 1e-12, 1 - 1e-12))
     x, rank = project_nuclear_ball(np.full(y.shape, np.log(rho / (1 - rho))), radius)
