@@ -105,7 +105,8 @@ def configurations(methods, propensities, at_options, dataset: str | None = None
     are left out, so ``--propensity all`` means every one that applies; when none of those
     asked for applies, a one-line :class:`AtrecError` says which datasets they support.
     """
-    usable = [p for p in propensities if dataset is None or applies_to(p, dataset)]
+    usable = [p for p in propensities
+              if p == NO_PROPENSITY or dataset is None or applies_to(p, dataset)]
     if propensities and not usable:
         raise AtrecError(f"no selected propensity applies to dataset '{dataset}' "
                          f"({', '.join(propensities)}): choose others ('atrec methods' says "
