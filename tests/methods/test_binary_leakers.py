@@ -261,7 +261,7 @@ def test_under_binary_clean_no_evaluated_test_label_reaches_training():
 
 
 def test_registered_leaking_with_a_named_variant_for_each_form():
-    forms = {"": "", "-fixed": "corrected", "-coded": "reference"}
+    forms = {"": "", "-corrected": "corrected", "-coded": "reference"}
     for base in ("dr-bias", "dr-mse", "stable-dr"):
         for suffix, form in forms.items():
             cls = BINARY_METHODS.get(base + suffix)

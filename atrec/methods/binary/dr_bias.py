@@ -19,7 +19,7 @@ The reference rule sums ``sum_O w BCE(q, y)`` over the epoch (``stop`` 5).
 Forms. The reference code (kept under ``binary-icde24``: ``dr-bias``, ``dr-mse``) leaves the DR
 correction unweighted (``c = 1``) and reverses the imputed error's cross-entropy,
 ``e_hat = BCE(q_hat, q) = -[q log q_hat + (1 - q) log(1 - q_hat)]``. The corrected form (the
-default under ``binary-clean``, and the named variants ``dr-bias-fixed``, ``dr-mse-fixed``
+default under ``binary-clean``, and the named variants ``dr-bias-corrected``, ``dr-mse-corrected``
 under either protocol) weights the correction (``c = w``) and takes ``e_hat = BCE(q, q_hat)``,
 the predictor's loss were ``q_hat`` the label. Weighting the correction alone would leave the
 code's normalisations inconsistent (the observed sums over ``B``, with weights about ``N / n``,
@@ -136,7 +136,7 @@ DR_MSE_YAHOO = {**DR_BIAS_YAHOO, "mse_lambda": 0.5}
 class DRBias(BinaryMethod):
     """DR-BIAS (``DR-BIAS.py``): module doc. The reference form (unweighted correction,
     reversed ``e_hat``) under ``binary-icde24``; the corrected form under ``binary-clean``
-    and as ``dr-bias-fixed``. Its predictor serves as A1 and A2 of AT."""
+    and as ``dr-bias-corrected``. Its predictor serves as A1 and A2 of AT."""
 
     name = "dr-bias"
     label = "DR-BIAS"
@@ -171,7 +171,7 @@ class DRBias(BinaryMethod):
 
 class DRMSE(DRBias):
     """DR-MSE (``DR-MSE.py``): DR-BIAS with the imputation weight mixing the bias and MRDR
-    losses by ``mse_lambda`` (module doc); forms as DR-BIAS (``dr-mse-fixed`` corrected)."""
+    losses by ``mse_lambda`` (module doc); forms as DR-BIAS (``dr-mse-corrected`` corrected)."""
 
     name = "dr-mse"
     label = "DR-MSE"
@@ -185,7 +185,7 @@ class DRMSE(DRBias):
 def form_variant(base: type, suffix: str, form: str, words: str, coat: dict,
                  yahoo: dict) -> type:
     """``base`` in one form under either protocol, named ``<name>-<suffix>``, with its reference
-    values (``coat``, ``yahoo``, and their AT entries): ``fixed`` (``corrected``, the default
+    values (``coat``, ``yahoo``, and their AT entries): ``corrected`` (the default
     under ``binary-clean``) or ``coded`` (``reference``, as the ICDE 2024 code computes it),
     so either form can be compared under either protocol."""
     name = f"{base.name}-{suffix}"
@@ -197,9 +197,9 @@ def form_variant(base: type, suffix: str, form: str, words: str, coat: dict,
         "reference_params": with_at(reference_table(name, coat, yahoo))})
 
 
-FIXED = ("fixed", "corrected", "with the weighted DR correction and e_hat in order")
+CORRECTED = ("corrected", "corrected", "with the weighted DR correction and e_hat in order")
 CODED = ("coded", "reference", "as the ICDE 2024 code computes it")
-DRBiasFixed = form_variant(DRBias, *FIXED, DR_BIAS_COAT, DR_BIAS_YAHOO)
-DRMSEFixed = form_variant(DRMSE, *FIXED, DR_MSE_COAT, DR_MSE_YAHOO)
+DRBiasCorrected = form_variant(DRBias, *CORRECTED, DR_BIAS_COAT, DR_BIAS_YAHOO)
+DRMSECorrected = form_variant(DRMSE, *CORRECTED, DR_MSE_COAT, DR_MSE_YAHOO)
 DRBiasCoded = form_variant(DRBias, *CODED, DR_BIAS_COAT, DR_BIAS_YAHOO)
 DRMSECoded = form_variant(DRMSE, *CODED, DR_MSE_COAT, DR_MSE_YAHOO)

@@ -29,9 +29,9 @@ BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.Binary
             escm2.BinaryESCM2DR, escm2.BinaryESCM2DRCorrected, escm2.BinaryESMM,
             multi.BinaryMultiIPS, multi.BinaryMultiIPSCorrected, multi.BinaryMultiDR,
             multi.BinaryMultiDRCorrected,
-            dr_bias.DRBias, dr_bias.DRMSE, dr_bias.DRBiasFixed, dr_bias.DRMSEFixed,
+            dr_bias.DRBias, dr_bias.DRMSE, dr_bias.DRBiasCorrected, dr_bias.DRMSECorrected,
             dr_bias.DRBiasCoded, dr_bias.DRMSECoded,
-            stable_dr.StableDR, stable_dr.StableDRFixed, stable_dr.StableDRCoded)
+            stable_dr.StableDR, stable_dr.StableDRCorrected, stable_dr.StableDRCoded)
 
 
 def _builtins() -> None:

@@ -25,7 +25,7 @@ in row-major order of the observed cells but indexes them by position in the tra
 aligned where that list is in row-major order (Coat), and on a shuffled list (Yahoo's, which
 ``binary-icde24`` shuffles as the script does) each observed pair gets the weight class of a
 random other pair. The corrected form (the default under ``binary-clean``
-and the named variant ``stable-dr-fixed``) weights each pair by its own label and takes
+and the named variant ``stable-dr-corrected``) weights each pair by its own label and takes
 ``e_hat = BCE(s(l), s(q_hat))``; ``stable-dr-coded`` runs the code's form under either
 protocol. The ``D`` side is indexed by cell in both. Under
 ``binary-clean`` the validation criterion is the self-normalised weighted cross-entropy at the
@@ -154,7 +154,7 @@ STABLE_DR_YAHOO = {"dim": 8, "lam": 5e-6, "lr": 0.05, "batch_size": 8192, "unifo
 class StableDR(BinaryMethod):
     """Stable-DR (``Stable-DR_.py``, ``SDR.py``): module doc. The reference form (reversed
     ``e_hat``, weights misaligned on a shuffled training list) under ``binary-icde24``; the
-    corrected form under ``binary-clean`` and as ``stable-dr-fixed``. Its predictor serves as
+    corrected form under ``binary-clean`` and as ``stable-dr-corrected``. Its predictor serves as
     A1 and A2 of AT."""
 
     name = "stable-dr"
@@ -189,7 +189,7 @@ class StableDR(BinaryMethod):
         return at_predictors(run, self._predictor)
 
 
-StableDRFixed = form_variant(StableDR, "fixed", "corrected",
+StableDRCorrected = form_variant(StableDR, "corrected", "corrected",
                              "with aligned weights and e_hat in order", STABLE_DR_COAT,
                              STABLE_DR_YAHOO)
 StableDRCoded = form_variant(StableDR, *CODED, STABLE_DR_COAT, STABLE_DR_YAHOO)
