@@ -35,6 +35,8 @@ def test_methods_lists_the_binary_methods_apart():
     names = [row["method"] for row in listed["binary_methods"]]
     assert names[:3] == ["mf", "mf-ips", "mf-snips"]
     assert "cause" in [row["method"] for row in listed["methods"]] and "cause" not in names
+    forms = {row["method"]: row["code's form"] for row in listed["binary_methods"]}
+    assert "not weighted" in forms["dr-jl"] and forms["mf"] == "-"
 
 
 def test_a_binary_protocols_tuned_file_is_checked_against_its_own_methods(tmp_path):
