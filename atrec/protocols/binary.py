@@ -85,6 +85,13 @@ class _Binary(Protocol):
     ranking_part = "test"
     epochs: ClassVar[EpochSettings] = EpochSettings()
 
+    @staticmethod
+    def labelled(data: RatingData, seed: int) -> tuple[Ratings, Ratings]:
+        """The MNAR and MCAR ratings as binary labels, for a valid ``seed``."""
+        if seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        return binarise(data.train), binarise(data.test)
+
     def train_settings(self, method: str, loss: str = "snips",
                        batch_seed: int | None = None) -> EpochSettings:
         return self.epochs
@@ -109,9 +116,7 @@ class BinaryICDE24(_Binary):
     epochs = EpochSettings(stopping="reference", forms="reference")
 
     def split(self, data: RatingData, seed: int) -> Split:
-        if seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed}")
-        train, test = binarise(data.train), binarise(data.test)
+        train, test = self.labelled(data, seed)
         nu, ni = data.num_users, data.num_items
         if data.name in ONE_BASED:
             shift = lambda r: Ratings(r.user + 1, r.item + 1, r.rating)
@@ -154,9 +159,7 @@ class BinaryClean(_Binary):
     epochs = EpochSettings(stopping="validation", forms="corrected")
 
     def split(self, data: RatingData, seed: int) -> Split:
-        if seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed}")
-        train, test = binarise(data.train), binarise(data.test)
+        train, test = self.labelled(data, seed)
         train_pos, val_pos = shuffle_cut(len(train), VALIDATION_FRACTION, seed)
         eval_rest, eval_pos = shuffle_cut(len(test), MCAR_EVAL_FRACTION, MCAR_SPLIT_SEED)
         evaluated = test.take(np.sort(eval_pos))

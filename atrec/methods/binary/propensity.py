@@ -12,6 +12,7 @@ from __future__ import annotations
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage, StageResult
+from atrec.methods.binary.base import clip_weight
 from atrec.runtime import tf
 
 PROP_NAMES = ("prop_W", "prop_H", "prop_a", "prop_b")
@@ -41,4 +42,4 @@ def fit_propensity(run, lr_key: str = "lr",
 
 def inverse_propensity(prop: dict, users, items, gamma):
     """``1 / clip(p_hat, gamma, 1)`` of the frozen NCF model ``prop`` at the pairs."""
-    return 1.0 / tf.clip_by_value(bm.ncf_prob(prop, users, items), gamma, 1.0)
+    return clip_weight(bm.ncf_prob(prop, users, items), gamma)
