@@ -9,11 +9,11 @@ from __future__ import annotations
 from atrec.errors import AtrecError
 from atrec.methods import dr
 from atrec.methods.base import Method, validate_method_class
+from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.methods.cause import CausE
 from atrec.methods.damf import DAMF
 from atrec.methods.ijcai_dr import IJCAIDR
 from atrec.methods.mf_ips import MFIPS
-from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, NO_PROPENSITY
 from atrec.propensity.registry import applies_to
 from atrec.protocols import get_protocol
@@ -112,6 +112,13 @@ def configurations(methods, propensities, at_options, dataset: str | None = None
                          f"({', '.join(propensities)}): choose others ('atrec methods' says "
                          f"which datasets each supports)")
     out = []
+    if True in at_options:
+        alone = [m for m in methods if not method_class(m, protocol).serves_in_at]
+        if alone:
+            raise AtrecError(f"{', '.join(alone)} cannot serve in AT (as A1 and A2) under "
+                             f"protocol '{protocol or DEFAULT_PROTOCOL}': run "
+                             f"{'it' if len(alone) == 1 else 'them'} with --without-at "
+                             f"('atrec methods' says which methods can)")
     for name in methods:
         uses = method_class(name, protocol).uses_propensity
         for propensity in (usable if uses else [NO_PROPENSITY]):

@@ -62,3 +62,11 @@ def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     assert label == "tuned-atrec"
     values, label = get_params(chain, "coat", "none", False, "dr-bias", "binary-clean")
     assert label == "reference" and values.dim == 4        # no tuned entry: the script's k
+
+
+def test_with_at_is_refused_in_one_line_for_a_method_that_cannot_serve_in_it():
+    from atrec.methods.registry import configurations
+
+    assert configurations(["mf"], [], [True], "coat", "binary-icde24") == [("mf", "none", True)]
+    with pytest.raises(AtrecError, match="cvib cannot serve in AT .* --without-at"):
+        configurations(["mf", "cvib"], [], [False, True], "coat", "binary-icde24")
