@@ -31,6 +31,8 @@ import re
 import sys
 import tempfile
 
+from atrec.runtime import kerasless
+
 LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 QUIET_LOG_LEVEL = "3"
 _ABSL_PREAMBLE = b"WARNING: All log messages before absl::InitializeLog() is called"
@@ -66,7 +68,8 @@ def _quiet_python_side(level: int) -> None:
 
 
 def import_tensorflow():
-    """``import tensorflow`` with the start-up lines below the wanted level held back."""
+    """``import tensorflow`` with the start-up lines below the wanted level held back, and
+    without TensorFlow's eager load of Keras (:mod:`atrec.runtime.kerasless`)."""
     if "tensorflow" in sys.modules:
         _quiet_python_side(_min_level())
         return sys.modules["tensorflow"]
@@ -81,20 +84,16 @@ def import_tensorflow():
         except ImportError:
             pass
     if level <= 0:
-        import tensorflow  # this function is TensorFlow's one import
-
-        return tensorflow
+        return _import()
     sys.stderr.flush()
     try:
         saved = os.dup(2)
     except OSError:  # no standard error to filter
-        import tensorflow  # as above, unfiltered
-
-        return tensorflow
+        return _import()
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            import tensorflow  # as above, its start-up lines captured
+            tensorflow = _import()
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)
@@ -107,8 +106,14 @@ def import_tensorflow():
     return tensorflow
 
 
-def _held_back(line: bytes, level: int) -> bool:
-    if line.startswith(_ABSL_PREAMBLE):
-        return True
-    match = _ABSL_LINE.match(line)
-    return bool(match) and _SEVERITY[match.group(1)] < level
+def _import():
+    """TensorFlow, imported without its eager Keras load; imported plainly if that fails (a
+    TensorFlow that needs Keras to import: the half-imported modules are dropped first)."""
+    try:
+        with kerasless.no_eager_keras():
+            import tensorflow  # this function is TensorFlow's one import
+    except ImportError:
+        for name in [n for n in sys.modules if n.split(".")[0] in ("tensorflow", "keras")]:
+            del sys.modules[name]
+        import tensorflow  # as above, with Keras
+    return tensorflow
