@@ -43,7 +43,17 @@ FIRST_LOSS = 1e9            # the reference code's initial last_loss
 def torch_adam(p, m, v, g, t, lr, wd):
     """One step of ``torch.optim.Adam`` (weight decay coupled: ``g + wd * p``).
 
-    ``t`` is the 1-based step count, broadcastable to ``p`` (``[R, 1, ...]``)."""
+    ``t`` is the 1-based step count per replica, ``[R]``. The update runs on ``[R, size]``
+    views of the tensors: element-wise, so the same numbers as on their own shapes, and XLA's
+    CPU code for a table ``[R, n, k]`` with a ``[R, 1, 1]`` operand is about three times slower
+    than for ``[R, n k]`` with ``[R, 1]`` (docs/performance.md)."""
+    shape = tf.shape(p)
+    flat = [tf.reshape(x, [shape[0], -1]) for x in (p, m, v, g)]
+    p, m, v = (tf.reshape(x, shape) for x in _adam2d(*flat, tf.reshape(t, [-1, 1]), lr, wd))
+    return p, m, v
+
+
+def _adam2d(p, m, v, g, t, lr, wd):
     b1, b2 = ADAM_BETAS
     g = g + wd * p
     m = b1 * m + (1.0 - b1) * g
@@ -95,7 +105,7 @@ class StepState:
         for name in spec.names:
             p = self.params[name]
             new_p, state["m"][name], state["v"][name] = torch_adam(
-                p, state["m"][name], state["v"][name], grads[name], _bcast(t, p),
+                p, state["m"][name], state["v"][name], grads[name], t,
                 self.hp[spec.lr], self.hp[spec.wd])
             self.params[name] = new_p
         state["t"] = t
@@ -213,6 +223,20 @@ def _masked(new, old, active):
     return tf.nest.map_structure(lambda a, b: tf.where(_bcast(active, a), a, b), new, old)
 
 
+def _flat(tree):
+    """Every tensor of ``tree`` of rank 3 or more as ``[R, size]``: the loop carries its state
+    this way, because XLA's CPU code for element-wise work on ``[R, n, k]`` tables (Adam's
+    update of every row) is 1.5-3 times slower than on ``[R, n k]`` (docs/performance.md);
+    the step sees the tables in their own shapes (:func:`_unflat`), so nothing else changes."""
+    return tf.nest.map_structure(
+        lambda x: tf.reshape(x, [x.shape[0], -1]) if x.shape.rank > 2 else x, tree)
+
+
+def _unflat(tree, shapes):
+    """``tree`` (from :func:`_flat`) back in ``shapes``."""
+    return tf.nest.map_structure(lambda x, shape: tf.reshape(x, shape), tree, shapes)
+
+
 @compiled.loop_cache
 def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num_items: int,
                 last: bool = False):
@@ -237,19 +261,22 @@ def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num
                 au, ai = pos // num_items, pos % num_items
                 if "observed" in consts:
                     ao = tf.gather(consts["observed"], pos, batch_dims=1)
-            state = StepState(params, opt, groups, hp, consts)
+            state = StepState(*_unflat((params, opt), shapes), groups, hp, consts)
             term = step(state, Batch(users, items, labels, rows, au, ai, ao))
-            return j + 1, state.params, state.opt, (term if last else total + term)
+            return j + 1, *_flat((state.params, state.opt)), (term if last else total + term)
 
+        shapes = tf.nest.map_structure(lambda x: x.shape, (params, opt))
         total = tf.zeros_like(active, tf.float32)
         _, new_params, new_opt, total = tf.while_loop(
-            lambda j, *_: j < tf.shape(obs)[0], body, (tf.constant(0), params, opt, total))
+            lambda j, *_: j < tf.shape(obs)[0], body,
+            (tf.constant(0), *_flat((params, opt)), total))
+        new_params, new_opt = _unflat((new_params, new_opt), shapes)
         # a replica whose rule has fired trained this epoch too, on its own data alone: its
         # state at the start of the epoch is put back (a replica is active for a whole epoch)
         new_params, new_opt = _masked((new_params, new_opt), (params, opt), active)
         return new_params, new_opt, tf.where(active, total, tf.zeros_like(total))
 
-    return tf.function(loop, jit_compile=True)
+    return tf.function(loop, jit_compile=True, autograph=False)
 
 
 def new_opt(params: dict, groups: dict) -> dict:
