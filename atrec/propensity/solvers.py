@@ -17,13 +17,15 @@ the negative log-likelihood over all ``num_users x num_items`` cells (a sum, not
   Monotone accelerated projected gradient (MFISTA) with the step ``1 / L = 4`` (the gradient
   ``sigmoid(Z) - Y`` is ``1/4``-Lipschitz); ``F`` never increases. The projection onto the nuclear-norm ball
   soft-thresholds the singular values so that they sum to ``radius`` (the l1-ball projection
-  of Duchi et al. 2008 applied to the spectrum). Singular pairs come exactly from ``eigh`` of
-  the smaller Gram matrix, so one iteration costs ``O(m n min(m, n))``; from
-  :data:`SUBSPACE_MIN_SIZE` rows of that matrix (ML-100K) the leading pairs come instead from
-  subspace iteration warm-started at the previous iterate's (:class:`LeadingSpectrum`), which
-  reaches the same objective by the same stopping rule. It stops when an iteration
-  lowers ``F`` by less than ``tol * F`` and reports the Frank-Wolfe duality gap
-  ``<grad, Z> + radius * sigma_max(grad)``, an upper bound on ``F(Z) - min F``.
+  of Duchi et al. 2008 applied to the spectrum; :mod:`atrec.propensity.spectrum`). Its
+  singular pairs come exactly from ``eigh`` of the smaller Gram matrix below
+  :data:`~atrec.propensity.spectrum.KRYLOV_MIN_SIZE` rows of that matrix (Coat); from there
+  (ML-100K) the leading pairs come from block Krylov iteration on the matrix itself,
+  warm-started at the previous iterate's (:class:`~atrec.propensity.spectrum.LeadingSpectrum`),
+  which reaches the same objective by the same stopping rule. When an iteration lowers ``F``
+  by less than ``tol * F`` (and every 25 iterations) it computes the Frank-Wolfe duality gap
+  ``<grad, Z> + radius * sigma_max(grad)``, an upper bound on ``F(Z) - min F``, and stops when
+  that gap is at most ``tol * F``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from atrec.propensity.spectrum import (
+    LeadingSpectrum,
+    gram_spectrum,
+    keep_needed,
+    project_with,
+)
 
 
 def observation_matrix(num_users: int, num_items: int, user: np.ndarray,
@@ -47,9 +56,17 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -z))
 
 
-def bernoulli_nll(z: np.ndarray, y: np.ndarray) -> float:
-    """``F(Z) = sum softplus(Z) - Y * Z`` (see the module docstring)."""
-    return float(np.sum(np.logaddexp(0.0, z)) - np.sum(y * z))
+_EXP_SAFE = 700.0   # exp(z) is finite below about 709.78
+
+
+def bernoulli_nll(z: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> float:
+    """``F(Z) = sum softplus(Z) - Y * Z`` (see the module docstring); ``out``: scratch space
+    of ``z``'s shape (a whole-matrix temporary fewer)."""
+    if np.max(z) < _EXP_SAFE:       # log1p(exp(z)): two passes, faster than logaddexp
+        soft = np.log1p(np.exp(z, out=out), out=out)
+    else:
+        soft = np.logaddexp(0.0, z, out=out)
+    return float(np.sum(soft) - np.vdot(y, z))
 
 
 @dataclass
@@ -153,117 +170,6 @@ class OneBitFit:
         return self.objectives[-1]
 
 
-def _gram_spectrum(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Singular values (descending) and right singular vectors of ``a`` or of ``a.T`` (the
-    smaller Gram matrix); the flag says whether ``a`` was transposed."""
-    flip = a.shape[0] < a.shape[1]
-    tall = a.T if flip else a
-    evals, evecs = np.linalg.eigh(tall.T @ tall)
-    order = np.argsort(evals)[::-1]
-    return np.sqrt(np.maximum(evals[order], 0.0)), evecs[:, order], flip
-
-
-def _threshold(s: np.ndarray, radius: float) -> tuple[int, float]:
-    """``(keep, theta)``: soft-thresholding ``s`` (descending) at ``theta`` leaves ``keep``
-    values summing to ``radius`` (Duchi et al. 2008)."""
-    csum = np.cumsum(s)
-    active = np.flatnonzero(s - (csum - radius) / np.arange(1, len(s) + 1) > 0)
-    keep = int(active[-1]) + 1
-    return keep, float((csum[keep - 1] - radius) / keep)
-
-
-def _project_with(a: np.ndarray, radius: float, s: np.ndarray, vecs: np.ndarray,
-                  flip: bool) -> tuple[np.ndarray, int]:
-    """The projection of ``a`` from its leading singular values ``s`` (descending) and right
-    singular vectors ``vecs`` (of ``a.T`` when ``flip``); ``s`` must reach below the
-    threshold unless ``a`` is inside the ball."""
-    if s.sum() <= radius:
-        return a, int(np.count_nonzero(s > s[0] * 1e-12)) if s.size and s[0] > 0 else 0
-    keep, theta = _threshold(s, radius)
-    tall = a.T if flip else a
-    v = vecs[:, :keep]
-    out = ((tall @ v) * ((s[:keep] - theta) / s[:keep])) @ v.T
-    return (out.T if flip else out), keep
-
-
-def project_nuclear_ball(a: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
-    """The Frobenius-nearest matrix to ``a`` with nuclear norm at most ``radius``, and its rank
-    (exact: singular pairs from ``eigh`` of the smaller Gram matrix)."""
-    return _project_with(a, radius, *_gram_spectrum(a))
-
-
-# Below this many rows of the smaller Gram matrix a full ``eigh`` is cheaper than subspace
-# iteration (Coat, 290: 1.0 s CPU for a whole fit with eigh, 1.6 s with subspace iteration);
-# above it subspace iteration wins (ML-100K, 943: one eigh 0.26 s CPU, ten block steps 0.06 s).
-SUBSPACE_MIN_SIZE = 400
-
-
-class LeadingSpectrum:
-    """Leading singular pairs of a sequence of slowly changing matrices (the iterates of
-    :func:`fit_onebit_mc`), each found from the previous one's by subspace iteration.
-
-    :meth:`pairs` takes the smaller Gram matrix ``G`` of ``a`` and iterates ``V <- orth(G V)``
-    with a Rayleigh-Ritz step, from the last call's basis, until the residual
-    ``|G v - lambda v|`` of every pair that ``needed(values)`` asks for is at most
-    ``tol * lambda_max``; ``needed`` returns ``None`` when the block cannot decide (too few
-    values). ``values_only``: only the values are used (the duality gap's ``sigma_max``), so
-    the test is instead that no needed Ritz value moved by more than ``tol * lambda_max`` in
-    the last step (vectors of a cluster of nearly equal values converge slowly, its values
-    do not). The first call, a block that cannot decide, or no convergence within
-    ``max_iter`` steps falls back to the full ``eigh`` (exact), whose leading ``needed + margin``
-    vectors seed the next call. One step costs ``O(n^2 b)`` against ``eigh``'s ``O(n^3)``.
-    """
-
-    def __init__(self, margin: int = 16, tol: float = 1e-9, max_iter: int = 60,
-                 values_only: bool = False) -> None:
-        self.margin, self.tol, self.max_iter = margin, tol, max_iter
-        self.values_only = values_only
-        self.basis: np.ndarray | None = None
-        self.fallbacks = 0
-
-    def pairs(self, a: np.ndarray, needed) -> tuple[np.ndarray, np.ndarray, bool]:
-        """``(s, vecs, flip)`` as :func:`_gram_spectrum` gives them, leading pairs only."""
-        flip = a.shape[0] < a.shape[1]
-        tall = a.T if flip else a
-        gram = tall.T @ tall
-        if (self.basis is not None and self.basis.shape[0] == gram.shape[0]
-                and gram.shape[0] >= SUBSPACE_MIN_SIZE):
-            found = self._iterate(gram, needed)
-            if found is not None:
-                return (*found, flip)
-        self.fallbacks += 1
-        evals, evecs = np.linalg.eigh(gram)
-        evals, evecs = evals[::-1], evecs[:, ::-1]
-        s = np.sqrt(np.maximum(evals, 0.0))
-        k = needed(s) or 1
-        self.basis = evecs[:, :min(len(s), k + self.margin)]
-        return s, evecs, flip
-
-    def _iterate(self, gram: np.ndarray, needed):
-        gv = gram @ self.basis
-        last = None
-        for _ in range(self.max_iter):
-            q, _ = np.linalg.qr(gv)
-            gq = gram @ q
-            evals, y = np.linalg.eigh(q.T @ gq)
-            evals, y = evals[::-1], y[:, ::-1]
-            v, gv = q @ y, gq @ y
-            s = np.sqrt(np.maximum(evals, 0.0))
-            k = needed(s)
-            if k is None or k >= len(s):
-                return None
-            scale = self.tol * max(evals[0], np.finfo(float).tiny)
-            if self.values_only:
-                done = last is not None and np.all(np.abs(evals[:k] - last[:k]) <= scale)
-                last = evals
-            else:
-                done = np.all(np.linalg.norm(gv[:, :k] - v[:, :k] * evals[:k], axis=0) <= scale)
-            if done:
-                self.basis = v[:, :min(len(s), max(k + self.margin, v.shape[1]))]
-                return s, v
-        return None
-
-
 def default_radius(num_users: int, num_items: int, n_observed: int, scale: float = 1.5) -> float:
     """``scale * |logit(rho)| * sqrt(m n)``: ``scale`` times the nuclear norm of the constant
     (MCAR) fit ``Z = logit(rho)``, ``rho = n_observed / (m n)`` (the default 1.5 is discussed
@@ -273,31 +179,24 @@ def default_radius(num_users: int, num_items: int, n_observed: int, scale: float
 
 
 def duality_gap(z: np.ndarray, y: np.ndarray, radius: float,
-                spectrum: LeadingSpectrum | None = None) -> float:
+                spectrum: LeadingSpectrum | None = None, above: float | None = None,
+                out: np.ndarray | None = None) -> float:
     """``<grad F(Z), Z> + radius * sigma_max(grad F(Z))``: the Frank-Wolfe gap, an upper bound
     on ``F(Z) - min F`` over the ball (``min_{|S|_* <= r} <g, S> = -r sigma_max(g)``).
-    ``spectrum``: where ``sigma_max`` comes from (default: a full ``eigh``)."""
+    ``spectrum``: where ``sigma_max`` comes from (default: a full ``eigh``). ``above``: the
+    caller only needs to know that the gap exceeds it, so a lower bound above it is returned
+    as soon as the iteration finds one (Ritz values never exceed ``sigma_max``; the factor
+    ``1 - 1e-12`` covers their rounding). ``out``: scratch space of ``z``'s shape."""
     from scipy.special import expit  # SciPy: loaded by a 1-bit fit only, not by 'import atrec'
 
-    grad = expit(z)
+    grad = expit(z, out=out)
     grad -= y
+    inner = float(np.vdot(grad, z))
     if spectrum is None:
-        s = _gram_spectrum(grad)[0]
-    else:
-        s = spectrum.pairs(grad, lambda values: 1)[0]
-    return float(np.sum(grad * z) + radius * s[0])
-
-
-def _keep_needed(radius: float):
-    """How many leading pairs the projection onto the ball of ``radius`` needs given the
-    leading singular values found so far: those kept plus the first one left out (which shows
-    the threshold is exact); ``None`` when the values found do not decide it."""
-    def needed(s: np.ndarray) -> int | None:
-        if s.sum() <= radius:
-            return None            # maybe inside the ball: only the whole spectrum tells
-        keep, _ = _threshold(s, radius)
-        return keep + 1 if keep < len(s) else None
-    return needed
+        return inner + radius * float(gram_spectrum(grad)[0][0])
+    enough = None if above is None else (
+        lambda values: inner + radius * values[0] * (1.0 - 1e-12) > above)
+    return inner + radius * float(spectrum.pairs(grad, lambda values: 1, enough)[0][0])
 
 
 def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int = 500,
@@ -316,35 +215,43 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
 
     start = time.perf_counter()
     rho = float(np.clip(y.mean(), 1e-12, 1 - 1e-12))
-    x, rank = project_nuclear_ball(np.full(y.shape, np.log(rho / (1 - rho))), radius)
-    objectives = [bernoulli_nll(x, y)]
-    extra, t, gap, converged, it = x, 1.0, float("inf"), False, 0
-    steps, grads, needed = LeadingSpectrum(), LeadingSpectrum(margin=32, tol=1e-12, values_only=True), _keep_needed(radius)
+    # the constant matrix c has one singular value, |c| sqrt(m n): its projection is itself,
+    # or that constant scaled down to the ball's radius
+    const = np.log(rho / (1 - rho))
+    const *= min(1.0, radius / (abs(const) * np.sqrt(y.size)))
+    x, rank = np.full(y.shape, const), 1
+    # whole m x n arrays reused by every iteration: the gradient step, the extrapolated point
+    # (never x or c themselves), scratch for the objective and the gap
+    point, extra, scratch = np.empty_like(y), x.copy(), np.empty_like(y)
+    objectives = [bernoulli_nll(x, y, scratch)]
+    t, gap, converged, it = 1.0, float("inf"), False, 0
+    steps, needed = LeadingSpectrum(), keep_needed(radius)
+    grads = LeadingSpectrum(margin=32, tol=1e-12, values_only=True)
     for it in range(1, max_iter + 1):
-        # x' - step * (sigmoid(x') - Y), in place: each temporary is a whole m x n array
-        point = expit(extra)
+        # x' - step * (sigmoid(x') - Y), in place
+        expit(extra, out=point)
         point -= y
         point *= step
         np.subtract(extra, point, out=point)
-        cand, cand_rank = _project_with(point, radius, *steps.pairs(point, needed))
-        value = bernoulli_nll(cand, y)
+        cand, cand_rank = project_with(point, radius, *steps.pairs(point, needed))
+        value = bernoulli_nll(cand, y, scratch)
         prev = x
         if value <= objectives[-1]:
             x, rank = cand, cand_rank
         objectives.append(min(value, objectives[-1]))
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
         # x + (t / t_next)(c - x) + ((t - 1) / t_next)(x - prev), same order, in place
-        extra = cand - x
+        np.subtract(cand, x, out=extra)
         extra *= t / t_next
         extra += x
         if prev is not x:          # else x - prev is 0 (adding it could only turn -0.0 to 0.0)
-            momentum = x - prev
+            momentum = np.subtract(x, prev, out=scratch)
             momentum *= (t - 1.0) / t_next
             extra += momentum
         t = t_next
         small = objectives[-2] - objectives[-1] <= tol * abs(objectives[-1])
         if small or it % 25 == 0:
-            gap = duality_gap(x, y, radius, grads)
+            gap = duality_gap(x, y, radius, grads, tol * abs(objectives[-1]), scratch)
             if gap <= tol * abs(objectives[-1]):
                 converged = True
                 break

@@ -17,9 +17,9 @@ from atrec.propensity.solvers import (
     default_radius,
     fit_feature_logistic,
     fit_onebit_mc,
-    project_nuclear_ball,
     sigmoid,
 )
+from atrec.propensity.spectrum import project_nuclear_ball
 
 
 @pytest.fixture(scope="module")
