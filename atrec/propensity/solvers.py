@@ -62,11 +62,18 @@ _EXP_SAFE = 700.0   # exp(z) is finite below about 709.78
 def bernoulli_nll(z: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> float:
     """``F(Z) = sum softplus(Z) - Y * Z`` (see the module docstring); ``out``: scratch space
     of ``z``'s shape (a whole-matrix temporary fewer)."""
+    return _nll_keeping_exp(z, y, out, out)[0]
+
+
+def _nll_keeping_exp(z: np.ndarray, y: np.ndarray, out: np.ndarray | None,
+                     exp_out: np.ndarray | None) -> tuple[float, np.ndarray | None]:
+    """``(F(Z), exp(Z))``; ``exp(Z)`` is ``None`` where it would overflow (``logaddexp`` then)."""
     if np.max(z) < _EXP_SAFE:       # log1p(exp(z)): two passes, faster than logaddexp
-        soft = np.log1p(np.exp(z, out=out), out=out)
+        exp_z = np.exp(z, out=exp_out)
+        soft = np.log1p(exp_z, out=out)
     else:
-        soft = np.logaddexp(0.0, z, out=out)
-    return float(np.sum(soft) - np.vdot(y, z))
+        exp_z, soft = None, np.logaddexp(0.0, z, out=out)
+    return float(np.sum(soft) - np.vdot(y, z)), exp_z
 
 
 @dataclass
@@ -180,16 +187,21 @@ def default_radius(num_users: int, num_items: int, n_observed: int, scale: float
 
 def duality_gap(z: np.ndarray, y: np.ndarray, radius: float,
                 spectrum: LeadingSpectrum | None = None, above: float | None = None,
-                out: np.ndarray | None = None) -> float:
+                out: np.ndarray | None = None, exp_z: np.ndarray | None = None) -> float:
     """``<grad F(Z), Z> + radius * sigma_max(grad F(Z))``: the Frank-Wolfe gap, an upper bound
     on ``F(Z) - min F`` over the ball (``min_{|S|_* <= r} <g, S> = -r sigma_max(g)``).
     ``spectrum``: where ``sigma_max`` comes from (default: a full ``eigh``). ``above``: the
     caller only needs to know that the gap exceeds it, so a lower bound above it is returned
     as soon as the iteration finds one (Ritz values never exceed ``sigma_max``; the factor
-    ``1 - 1e-12`` covers their rounding). ``out``: scratch space of ``z``'s shape."""
+    ``1 - 1e-12`` covers their rounding). ``out``: scratch space of ``z``'s shape. ``exp_z``:
+    ``exp(z)`` where the caller has it (the logistic is then ``e / (1 + e)``, no ``exp``)."""
     from scipy.special import expit  # SciPy: loaded by a 1-bit fit only, not by 'import atrec'
 
-    grad = expit(z, out=out)
+    if exp_z is None:
+        grad = expit(z, out=out)
+    else:
+        grad = np.add(exp_z, 1.0, out=out)
+        np.divide(exp_z, grad, out=grad)
     grad -= y
     inner = float(np.vdot(grad, z))
     if spectrum is None:
@@ -221,9 +233,11 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
     const *= min(1.0, radius / (abs(const) * np.sqrt(y.size)))
     x, rank = np.full(y.shape, const), 1
     # whole m x n arrays reused by every iteration: the gradient step, the extrapolated point
-    # (never x or c themselves), scratch for the objective and the gap
-    point, extra, scratch = np.empty_like(y), x.copy(), np.empty_like(y)
-    objectives = [bernoulli_nll(x, y, scratch)]
+    # (never x or c themselves), scratch for the objective and the gap, and exp(c), which the
+    # objective computes and the gap reuses while x is c
+    point, extra, scratch, exp_c = (np.empty_like(y), x.copy(), np.empty_like(y),
+                                    np.empty_like(y))
+    objectives, exp_x = [bernoulli_nll(x, y, scratch)], None
     t, gap, converged, it = 1.0, float("inf"), False, 0
     steps, needed = LeadingSpectrum(), keep_needed(radius)
     grads = LeadingSpectrum(margin=32, tol=1e-12, values_only=True)
@@ -234,10 +248,12 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
         point *= step
         np.subtract(extra, point, out=point)
         cand, cand_rank = project_with(point, radius, *steps.pairs(point, needed))
-        value = bernoulli_nll(cand, y, scratch)
+        value, exp_cand = _nll_keeping_exp(cand, y, scratch, exp_c)
         prev = x
         if value <= objectives[-1]:
-            x, rank = cand, cand_rank
+            x, rank, exp_x = cand, cand_rank, exp_cand
+        elif exp_x is exp_c:       # exp(c) overwrote the buffer that held exp(x)
+            exp_x = None
         objectives.append(min(value, objectives[-1]))
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
         # x + (t / t_next)(c - x) + ((t - 1) / t_next)(x - prev), same order, in place
@@ -251,7 +267,8 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
         t = t_next
         small = objectives[-2] - objectives[-1] <= tol * abs(objectives[-1])
         if small or it % 25 == 0:
-            gap = duality_gap(x, y, radius, grads, tol * abs(objectives[-1]), scratch)
+            gap = duality_gap(x, y, radius, grads, tol * abs(objectives[-1]), scratch,
+                              exp_x)
             if gap <= tol * abs(objectives[-1]):
                 converged = True
                 break

@@ -143,3 +143,13 @@ def test_objective_softplus_forms_agree_and_survive_large_logits():
     big, one = np.array([[0.0, 800.0]]), np.array([[1.0, 0.0]])
     # log(2) - 0 + softplus(800) = log(2) + 800 (exp(800) overflows: the logaddexp form)
     assert bernoulli_nll(big, one) == pytest.approx(np.log(2.0) + 800.0, rel=1e-15)
+
+
+def test_the_gap_from_a_given_exp_equals_the_gap_from_the_logits():
+    y = _observed()
+    rng = np.random.default_rng(3)
+    z = -2.0 + rng.normal(0, 1, (y.shape[0], 3)) @ rng.normal(0, 1, (3, y.shape[1]))
+    radius = default_radius(*y.shape, int(y.sum()))
+    plain = duality_gap(z, y, radius)
+    assert duality_gap(z, y, radius, exp_z=np.exp(z)) == pytest.approx(plain, rel=1e-12)
+    assert duality_gap(z, y, radius, exp_z=np.exp(z + 0.01)) != pytest.approx(plain, rel=1e-6)
