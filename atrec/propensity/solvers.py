@@ -267,6 +267,10 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
         t = t_next
         small = objectives[-2] - objectives[-1] <= tol * abs(objectives[-1])
         if small or it % 25 == 0:
+            if grads.basis is None and steps.basis is not None:
+                # -grad F shares its leading singular vectors with Z at the optimum (KKT), so
+                # the iterates' basis starts the gradients' iteration (no first eigh)
+                grads.basis = steps.basis
             gap = duality_gap(x, y, radius, grads, tol * abs(objectives[-1]), scratch,
                               exp_x)
             if gap <= tol * abs(objectives[-1]):

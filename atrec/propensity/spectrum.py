@@ -112,7 +112,7 @@ class LeadingSpectrum:
     the ``eigh`` calls, ``products`` the block products with ``G``.
     """
 
-    def __init__(self, margin: int = 8, tol: float = 1e-9, max_depth: int = 8,
+    def __init__(self, margin: int = 8, tol: float = 1e-9, max_depth: int = 12,
                  values_only: bool = False) -> None:
         self.margin, self.tol, self.max_depth = margin, tol, max_depth
         self.values_only = values_only
