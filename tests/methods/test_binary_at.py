@@ -48,3 +48,49 @@ def test_binary_at_trains_end_to_end_and_a3_is_evaluated(small_mnar):
         assert set(r["trace"]) >= {"train_loss", "epochs_A1", "epochs_A2"}
         assert len(r["trace"]["train_loss"]) == r["metrics"]["best_step"] + 1
         assert 0.0 < r["metrics"]["mse"] < 1.0 and np.isfinite(r["metrics"]["auc"])
+
+
+def _serving():
+    from atrec.methods.registry import registry_for
+
+    registry = registry_for("binary-icde24")
+    return [registry.get(n) for n in registry.names() if registry.get(n).serves_in_at]
+
+
+def test_every_method_that_serves_in_at_scores_with_the_mf_a3_learns_from():
+    # AT's third model learns A1's probability as sigmoid(<a1_W, a1_H>) (atrec.methods.binary.at)
+    # and is scored by the method's predict: both must be the MF called pred.
+    from atrec.learners import binary_models as bm
+
+    rng = np.random.default_rng(0)
+    p = {"pred_W": tf.constant(rng.normal(size=(2, 5, 3)), tf.float32),
+         "pred_H": tf.constant(rng.normal(size=(2, 4, 3)), tf.float32)}
+    users, items = tf.constant([[0, 4, 2]] * 2), tf.constant([[3, 0, 1]] * 2)
+    want = bm.mf_prob(p, "pred", users, items).numpy()
+    served = _serving()
+    assert {"dr-jl", "cvib", "tdr-jl", "dt-ips", "escm2-dr", "esmm", "multi-dr"} <= {
+        c.name for c in served}
+    for cls in served:
+        np.testing.assert_array_equal(cls().predict(p, users, items).numpy(), want,
+                                      err_msg=cls.name)
+        assert all(f"{k}-at" in entries for entries in cls.reference_params.values()
+                   for k in entries if not k.endswith("-at")), cls.name
+
+
+@pytest.mark.parametrize("method, extra", [
+    ("dr-jl", {"gamma": 0.05, "prop_batch": 256, "prop_lr": 0.01, "prop_lam": 1e-4}),
+    ("escm2-dr", {"gamma": 0.05, "uniform_ratio": 1, "alpha": 1.0, "beta": 1.0, "theta": 0.1,
+                  "prop_lam": 1e-4, "imp_lam": 1e-4})])
+def test_a_method_trained_twice_or_on_one_propensity_serves_as_a1_and_a2(small_mnar, method,
+                                                                          extra):
+    # dr-jl: one propensity fitted once, two predictors; escm2-dr: the whole joint method twice
+    values = {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 64, "epsilon": 0.1, **extra}
+    spec = RunSpec(small_mnar.name, "none", True, HyperParams.from_values(values), "test",
+                   (0, 1), method=method, protocol="binary-icde24")
+    records, _ = compute_group(small_mnar, spec, [0, 1])
+    for r in records:
+        assert r["method"] == f"{method}+at"
+        assert {"epochs_A1", "epochs_A2"} <= set(r["trace"])
+        assert 0.0 < r["metrics"]["mse"] < 1.0 and np.isfinite(r["metrics"]["auc"])
+    if method == "dr-jl":
+        assert "epochs_propensity" in records[0]["trace"]

@@ -224,8 +224,10 @@ def test_registered_with_reference_values_that_pass_the_checks():
         cls = BINARY_METHODS.get(name)
         assert cls.view == "binary"
         for dataset in ("coat", "yahoo"):
-            (values,) = cls.reference_params[dataset].values()
-            cls.check_params(values)
+            entries = cls.reference_params[dataset]
+            assert len(entries) == 2      # without AT and with AT (epsilon added)
+            for key, values in entries.items():
+                cls.check_params(values, with_at=key.endswith("-at"))
     assert dr.BinaryDR.leaks and dr.BinaryDR.uses_mcar and not dr.BinaryDRJL.leaks
     assert next(iter(dr.BinaryMRDRJL.reference_params["coat"].values()))["dim"] == 16
 

@@ -68,5 +68,6 @@ def test_with_at_is_refused_in_one_line_for_a_method_that_cannot_serve_in_it():
     from atrec.methods.registry import configurations
 
     assert configurations(["mf"], [], [True], "coat", "binary-icde24") == [("mf", "none", True)]
-    with pytest.raises(AtrecError, match="cvib cannot serve in AT .* --without-at"):
-        configurations(["mf", "cvib"], [], [False, True], "coat", "binary-icde24")
+    # Multi-IPS's predictor is a tower, not the MF whose probabilities AT's third model learns
+    with pytest.raises(AtrecError, match="multi-ips cannot serve in AT .* --without-at"):
+        configurations(["mf", "multi-ips"], [], [False, True], "coat", "binary-icde24")

@@ -48,6 +48,8 @@ PROP_LAM = Hyperparameter("prop_lam", "float", 1e-7, 1.0, log=True, maximum=10.0
 PROP_LR = Hyperparameter("prop_lr", "float", 1e-3, 1e-1, log=True, maximum=10.0, positive=True,
                          help="the propensity model's Adam learning rate")
 COMMON = (BINARY_DIM, BINARY_LAM, LR, BATCH)
+AT_EPSILON = 0.1   # |q1 - q2| threshold of the reference AT entries (atrec's choice)
+AT_SALT = 1000     # A2 starts from other draws than A1 (atrec.methods.binary.at)
 assert DIM.name == BINARY_DIM.name and LAM.name == BINARY_LAM.name
 
 
@@ -187,11 +189,28 @@ class BinaryMethod(Method):
             settings = replace(settings, forms=self.form)
         return BinaryRun(problem, params, settings, self.leaks or self.uses_mcar)
 
-    def predictors(self, run: BinaryRun) -> tuple:  # pragma: no cover - optional
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.serves_in_at:      # a method that serves in AT has reference values for it
+            cls.reference_params = with_at(cls.reference_params)
+
+    def predictors(self, run: BinaryRun) -> tuple:
         """For a method that serves in AT: ``(A1 params, A2 params, constants, stages)``, two
         predictors trained by the method from different initialisations, the frozen constants
-        they share (a propensity model) and the pre-training stages' results by name."""
-        raise NotImplementedError
+        they share (a propensity model) and the pre-training stages' results by name.
+
+        This default trains the whole method twice, the second time from other initial draws
+        (:data:`AT_SALT`), and hands AT each fit's predictor, the MF called ``pred`` (what
+        :meth:`predict` scores and what AT's third model learns from): right for a method
+        whose models all train together (its propensity too), which then share nothing. A
+        method that pre-trains a propensity once gives both predictors that one model
+        instead (``mf-ips``, the DR family)."""
+        first = self.train(run)
+        run.init_salt = AT_SALT
+        second = self.train(run)
+        run.init_salt = 0
+        return (predictor_tables(first.params), predictor_tables(second.params), {},
+                {**first.stages, "A1": first.main, "A2": second.main})
 
     def result(self, run: BinaryRun, out: Trained) -> MethodResult:
         """Evaluate the predictor of a fit on the test set: probabilities, MSE and MAE at the
@@ -222,6 +241,21 @@ class BinaryMethod(Method):
         return MethodResult(np.mean(np.abs(err), axis=1), np.mean(err ** 2, axis=1),
                             np.asarray(best_step), np.asarray(best_val, np.float64), trace, q,
                             traces)
+
+
+def predictor_tables(params: dict) -> dict:
+    """The predictor's tables (``pred_W``, ``pred_H``) among a fit's parameters."""
+    return {k: v for k, v in params.items() if k.startswith("pred_")}
+
+
+def with_at(table: dict) -> dict:
+    """``table`` (``dataset -> config key -> values``) with an AT entry ``<key>-at`` for each
+    entry that has none: the same values and ``epsilon`` = :data:`AT_EPSILON` (no script of the
+    collection runs AT, so this threshold is atrec's)."""
+    return {d: {**entries, **{f"{k}-at": {**v, "epsilon": AT_EPSILON}
+                              for k, v in entries.items()
+                              if not k.endswith("-at") and f"{k}-at" not in entries}}
+            for d, entries in table.items()}
 
 
 def clip_weight(p, gamma):

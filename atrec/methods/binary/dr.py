@@ -41,6 +41,7 @@ from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.binary.base import (
+    AT_SALT,
     COMMON,
     GAMMA,
     PROP_BATCH,
@@ -48,6 +49,7 @@ from atrec.methods.binary.base import (
     PROP_LR,
     BinaryMethod,
     Trained,
+    predictor_tables,
 )
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
@@ -167,8 +169,24 @@ class _BinaryDRBase(BinaryMethod):
         """The imputation model's groups, initial parameters, and the stage's extra constants."""
         raise NotImplementedError
 
+    serves_in_at = True
+
     def train(self, run) -> Trained:
         prop, pre = fit_propensity(run, *self.prop_keys)
+        return self._main(run, prop, pre)
+
+    def predictors(self, run) -> tuple:
+        """AT's A1 and A2: the method's main stage twice, from other initial draws, on one
+        propensity model fitted once (as ``mf-ips``)."""
+        prop, pre = fit_propensity(run, *self.prop_keys)
+        first = self._main(run, prop, pre)
+        run.init_salt = AT_SALT
+        second = self._main(run, prop, pre)
+        run.init_salt = 0
+        return first.params, second.params, prop, {"propensity": pre, "A1": first.main,
+                                                   "A2": second.main}
+
+    def _main(self, run, prop: dict, pre) -> Trained:
         gamma = float(run.values["gamma"])
         init = run.tables("pred")
         groups, extra_init, consts = self._imputation(run)
@@ -179,8 +197,7 @@ class _BinaryDRBase(BinaryMethod):
         res = run.main(stage, {**init, **extra_init}, run.hp(), {**prop, **consts},
                        run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights),
                        rule=rule)
-        params = {k: v for k, v in res.params.items() if k.startswith("pred_")}
-        return Trained(params, res, {"propensity": pre})
+        return Trained(predictor_tables(res.params), res, {"propensity": pre})
 
 
 class BinaryDR(_BinaryDRBase):
@@ -252,7 +269,8 @@ def _variant(base: type, suffix: str, form: str, words: str) -> type:
     methods, ``e_hat``: binary-clean's default form) or ``coded`` (as the reference code
     computes it: binary-icde24's), so either form can be compared under either protocol."""
     name = f"{base.name}-{suffix}"
-    values = [next(iter(base.reference_params[d].values())) for d in ("coat", "yahoo")]
+    values = [next(v for k, v in base.reference_params[d].items() if not k.endswith("-at"))
+              for d in ("coat", "yahoo")]
     return type(f"{base.__name__}{suffix.title()}", (base,), {
         "__doc__": f"{base.label} {words} under either protocol.",
         "__module__": __name__, "name": name, "label": f"{base.label} ({suffix})",

@@ -42,8 +42,15 @@ from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import COMMON, BinaryMethod, Trained
-from atrec.methods.binary.ips import AT_SALT, PRED, SOURCE, reference_table, with_at
+from atrec.methods.binary.base import (
+    AT_SALT,
+    COMMON,
+    BinaryMethod,
+    Trained,
+    predictor_tables,
+    with_at,
+)
+from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.runtime import tf
 
 IMP = Group(("imp_W", "imp_H"), lr="lr", wd="lam")
@@ -119,12 +126,7 @@ def at_predictors(run, fit_one) -> tuple:
     run.init_salt = AT_SALT
     second = fit_one(run)
     run.init_salt = 0
-    return predictor(first.params), predictor(second.params), {}, {"A1": first, "A2": second}
-
-
-def predictor(params: dict) -> dict:
-    """The predictor's tables of a stage's parameters."""
-    return {k: params[k] for k in PRED.names}
+    return predictor_tables(first.params), predictor_tables(second.params), {}, {"A1": first, "A2": second}
 
 
 DR_BIAS_COAT = {"dim": 4, "lam": 1e-3, "lr": 0.05, "batch_size": 128, "uniform_ratio": 1}
@@ -163,7 +165,7 @@ class DRBias(BinaryMethod):
 
     def train(self, run) -> Trained:
         res = self._predictor(run)
-        return Trained(predictor(res.params), res, {})
+        return Trained(predictor_tables(res.params), res, {})
 
     def predictors(self, run) -> tuple:
         return at_predictors(run, self._predictor)

@@ -20,15 +20,22 @@ from typing import ClassVar
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
-from atrec.methods.binary.base import COMMON, GAMMA, PROP_BATCH, PROP_LAM, BinaryMethod, Trained
+from atrec.methods.binary.base import (
+    AT_SALT,
+    COMMON,
+    GAMMA,
+    PROP_BATCH,
+    PROP_LAM,
+    BinaryMethod,
+    Trained,
+    with_at,
+)
 from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.runtime import tf
 
 PRED = Group(("pred_W", "pred_H"), lr="lr", wd="lam")
 SOURCE = "haoxuanli-pku/ICDE24-MNAR, real_world/"
-AT_EPSILON = 0.1   # |q1 - q2| threshold of the reference AT entries (atrec's choice)
-AT_SALT = 1000     # A2 starts from other draws than A1 (atrec.methods.binary.at)
 
 
 def _mf_step(state, b):
@@ -62,14 +69,6 @@ def reference_table(method: str, coat: dict, yahoo: dict) -> dict:
 def _rename(key: str, method: str) -> str:
     """``key`` of mf-ips's table (``none``, ``none-at``) as ``method``'s."""
     return f"{method}/{key}"
-
-
-def with_at(table: dict) -> dict:
-    """``table`` plus each entry's AT entry: the same values and ``epsilon`` =
-    :data:`AT_EPSILON` (no script of the collection runs AT, so this threshold is atrec's)."""
-    return {d: {**entries, **{f"{k}-at": {**v, "epsilon": AT_EPSILON}
-                              for k, v in entries.items()}}
-            for d, entries in table.items()}
 
 
 class BinaryMF(BinaryMethod):

@@ -82,7 +82,8 @@ def ips_term_step(state, make_loss, order: tuple[str, ...] | None = None):
 
 def variant_table(name: str, parent: type) -> dict:
     """A named variant's ``reference`` values: its parent's, under its own name."""
-    return reference_table(name, *(next(iter(parent.reference_params[d].values()))
+    return reference_table(name, *(next(v for k, v in parent.reference_params[d].items()
+                                        if not k.endswith("-at"))
                                    for d in ("coat", "yahoo")))
 
 
@@ -94,6 +95,7 @@ class JointMethod(BinaryMethod):
     False``: the plain mean cross-entropy)."""
 
     weighted_criterion: ClassVar[bool] = True
+    serves_in_at = True      # A1, A2: the whole method twice (BinaryMethod.predictors)
     all_labels: ClassVar[bool] = False     # the step reads y over all pairs ("labels_all")
 
     def _init(self, run) -> dict:  # pragma: no cover - abstract

@@ -142,6 +142,9 @@ class BinaryMultiIPS(JointMethod):
     has one and ``w`` is detached. ``uniform_ratio`` is read by the corrected form only."""
 
     name = "multi-ips"
+    # its predictor is a tower on shared embeddings, not the MF whose probabilities AT's third
+    # model learns (atrec.methods.binary.at)
+    serves_in_at = False
     label = "Multi-IPS"
     description = "multi-task IPS: shared embeddings, propensity and prediction towers"
     reference = SOURCE + "Multi-IPS.py"
@@ -192,6 +195,7 @@ class BinaryMultiDR(BinaryMultiIPS):
     ``multi-dr-corrected``) both corrected and ``w`` detached."""
 
     name = "multi-dr"
+    serves_in_at = True      # its predictor is the MF called pred
     label = "Multi-DR"
     description = "multi-task DR: propensity, prediction and imputation MFs trained jointly"
     reference = SOURCE + "Multi-DR.py"

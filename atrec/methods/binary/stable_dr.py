@@ -41,16 +41,15 @@ from atrec.learners import losses
 from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import COMMON, BinaryMethod, Trained
+from atrec.methods.binary.base import COMMON, BinaryMethod, Trained, predictor_tables, with_at
 from atrec.methods.binary.dr_bias import (
     CODED,
     IMP,
     UNIFORM_RATIO,
     at_predictors,
     form_variant,
-    predictor,
 )
-from atrec.methods.binary.ips import PRED, SOURCE, reference_table, with_at
+from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.runtime import tf
 
 MU = Group(("mu",), lr="mu_lr", wd="lam")
@@ -183,7 +182,7 @@ class StableDR(BinaryMethod):
 
     def train(self, run) -> Trained:
         res = self._predictor(run)
-        return Trained(predictor(res.params), res, {})
+        return Trained(predictor_tables(res.params), res, {})
 
     def predictors(self, run) -> tuple:
         return at_predictors(run, self._predictor)

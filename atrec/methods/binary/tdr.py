@@ -215,6 +215,7 @@ class BinaryTDRJL(BinaryMethod):
     DR-JL's joint learning, then the targeted step (module doc, where the forms are)."""
 
     name = "tdr-jl"
+    serves_in_at = True
     label = "TDR-JL"
     description = "targeted DR with joint learning, logistic propensity (binary protocols)"
     reference = SOURCE + "TDR-JL.py"
