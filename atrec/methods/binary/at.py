@@ -56,7 +56,7 @@ def fit_binary_at(method: BinaryMethod, problem: FitProblem, params: dict,
         gamma = float(run.values["gamma"])
         weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
     run.init_salt = A3_SALT
-    stage = Stage("at", _a3_step, {"pred": _A3}, int(run.values["batch_size"]), extra=AT_RATIO)
+    stage = Stage("at", _a3_step, {"pred": _A3}, method.at_batch_size(run), extra=AT_RATIO)
     res = run.main(stage, run.tables("pred"), run.hp(), consts,
                    run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights))
     return method.result(run, Trained(res.params, res, stages))

@@ -189,6 +189,11 @@ class BinaryMethod(Method):
             settings = replace(settings, forms=self.form)
         return BinaryRun(problem, params, settings, self.leaks or self.uses_mcar)
 
+    def at_batch_size(self, run: BinaryRun) -> int:
+        """Observed pairs per batch of AT's third model (its all-pairs draws are a multiple of
+        it, :data:`atrec.methods.binary.at.AT_RATIO`): the method's ``batch_size``."""
+        return int(run.values["batch_size"])
+
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.serves_in_at:      # a method that serves in AT has reference values for it

@@ -37,6 +37,7 @@ from __future__ import annotations
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
+from atrec.methods.binary.at import AT_RATIO
 from atrec.methods.binary.base import (
     BINARY_DIM,
     BINARY_LAM,
@@ -276,6 +277,11 @@ class BinaryESMM(JointMethod):
         return Stage(self.name, esmm_step,
                      {"pred": Group(PRED), "prop": Group(MF_PROP, wd="prop_lam")},
                      int(run.values["prop_batch"]), source="all")
+
+    def at_batch_size(self, run) -> int:
+        """ESMM has no batch of observed pairs: AT's third model takes ``prop_batch`` pairs from
+        all users x items per step, as ESMM does (``prop_batch / AT_RATIO`` observed ones)."""
+        return max(1, int(run.values["prop_batch"]) // AT_RATIO)
 
     def _source_size(self, run) -> int:
         return run.num_users * run.num_items
