@@ -14,8 +14,10 @@ by one are :class:`~atrec.testing.methods.MethodChecks` and
 over every registered class).
 """
 
+from atrec.testing.binary import BinaryMethodChecks, check_binary_method
 from atrec.testing.data import small_data
 from atrec.testing.methods import MethodChecks, check_method
 from atrec.testing.propensity import PropensityChecks, check_propensity
 
-__all__ = ["MethodChecks", "PropensityChecks", "check_method", "check_propensity", "small_data"]
+__all__ = ["BinaryMethodChecks", "MethodChecks", "PropensityChecks", "check_binary_method",
+           "check_method", "check_propensity", "small_data"]

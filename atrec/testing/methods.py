@@ -4,7 +4,8 @@ On a small synthetic MNAR data set (:func:`small_data`), with few steps: the res
 the same seeds giving the same numbers bit for bit, a seed's record the same bits whichever
 seeds it is trained with, the record a run writes, hyperparameter checks that name the bad value, and the
 class's declarations. A method that declares ``serves_in_at`` is checked inside asymmetric
-tri-training (as A1 and A2) too.
+tri-training (as A1 and A2) too. A binary method gets the binary contract instead
+(:mod:`atrec.testing.binary`).
 
 :class:`MethodChecks` holds the checks one by one, sharing the fits they need, so that a test
 suite can run each as its own test (atrec's own does, over every registered method).
@@ -13,7 +14,6 @@ suite can run each as its own test (atrec's own does, over every registered meth
 from __future__ import annotations
 
 import contextlib
-import math
 import tempfile
 from pathlib import Path
 
@@ -25,39 +25,28 @@ from atrec.experiments.inputs import stack_inputs
 from atrec.experiments.runner import RunSpec
 from atrec.learners import layout
 from atrec.learners.base import Learner
-from atrec.methods.base import EPSILON, FitProblem, Method, MethodResult, validate_method_class
+from atrec.methods.base import FitProblem, Method, MethodResult, validate_method_class
+from atrec.methods.binary.base import VIEW
 from atrec.methods.registry import METHODS, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import ATSettings, TrainSettings
 from atrec.results.params import HyperParams
 from atrec.results.records import SCHEMA, load_record, record_path
+from atrec.testing.binary import check_binary_method
 from atrec.testing.data import check_declarations, registered, run_checks, small_data
+from atrec.testing.params import (
+    HyperparameterChecks,
+    check_hyperparameter_declarations,
+    small_params,
+)
 
 SEEDS = (0, 1, 2)
 SETTINGS = TrainSettings(steps=30, batch_size=64)
 AT_SETTINGS = ATSettings(pre_steps=10, iterations=2, steps_per_iteration=3, batch_size=64)
-AT_EPSILON = 0.5  # wide enough that pseudo-labels pass on the small data
 FIELDS = ("mae", "mse", "best_step", "best_val_loss", "selection_trace", "scores")
 METRIC_TYPES = {"mae": float, "mse": float, "ndcg3_paper": float, "ndcg3_standard": float,
                 "best_step": int, "best_val_loss": float}
-MISSING = object()
-"""Stands for a hyperparameter left out, in :func:`bad_hyperparameter_cases`."""
-
-
-def small_params(cls: type[Method], with_at: bool) -> dict:
-    """The smallest model of a method's search space: ``low`` of an integer hyperparameter,
-    the geometric middle of a float range (the middle of a linear one); validated by the
-    method itself."""
-    values = {}
-    for h in cls.hyperparameters:
-        if h.kind == "int":
-            values[h.name] = int(h.low)
-        else:
-            values[h.name] = math.sqrt(h.low * h.high) if h.log else (h.low + h.high) / 2
-    if with_at:
-        values[EPSILON.name] = AT_EPSILON
-    return HyperParams.from_values(cls.check_params(values, with_at)).as_dict()
 
 
 def propensity_for(cls: type[Method]) -> str:
@@ -91,20 +80,6 @@ def assert_same(a: MethodResult, b: MethodResult, fields=FIELDS) -> None:
         np.testing.assert_array_equal(x, y, err_msg=f, strict=True)
 
 
-def bad_hyperparameter_cases(cls: type[Method]) -> list[tuple]:
-    """``(hyperparameter, with_at, bad value or MISSING, fragment of the message)``: for every
-    hyperparameter (and AT's ``epsilon``), a negative, NaN, missing, text and absurd value."""
-    out = []
-    for h, with_at in [(h, False) for h in cls.hyperparameters] + [(EPSILON, True)]:
-        cases = [(-3, "-3"), (float("nan"), "nan"), (MISSING, f"'{h.name}'"), ("ten", "'ten'")]
-        if h.kind == "int":
-            cases.append((10**9, "1000000000"))
-        elif math.isfinite(h.bound):
-            cases.append((1e300, "1e+300"))
-        out += [(h.name, with_at, value, fragment) for value, fragment in cases]
-    return out
-
-
 @contextlib.contextmanager
 def _stack_width(stack: int):
     """The runner's canonical width set to ``stack`` seeds for the block, so that a run has the
@@ -118,7 +93,7 @@ def _stack_width(stack: int):
         layout.STACK = saved
 
 
-class MethodChecks:
+class MethodChecks(HyperparameterChecks):
     """The checks of one method class on ``data`` (default :func:`small_data`). Each method is
     one check and raises ``AssertionError`` when the class breaks it; fits are made once and
     shared between the checks that need them."""
@@ -145,9 +120,7 @@ class MethodChecks:
         cls = self.cls
         check_declarations(cls, validate_method_class,
                            ("uses_propensity", "uses_mcar", "serves_in_at"))
-        for h in cls.hyperparameters:
-            assert h.name != EPSILON.name, "epsilon is AT's"
-            assert h.check(h.low) == (int(h.low) if h.kind == "int" else h.low), h.name
+        check_hyperparameter_declarations(cls)
         assert isinstance(cls.reference_params, dict), "reference_params"
         for configs in cls.reference_params.values():
             for key, values in configs.items():
@@ -162,34 +135,6 @@ class MethodChecks:
         learner = self.cls().learner(small_params(self.cls, True), problem)
         assert isinstance(learner, Learner), f"learner() gave {learner!r}, not a Learner"
         assert learner.init is not None and learner.scores is not None, "init and scores"
-
-    def bad_hyperparameter(self, key: str, with_at: bool, value, fragment: str) -> None:
-        """``check_params`` with ``key`` set to ``value`` (or left out) raises ``ValueError``
-        whose message names ``key`` and ``fragment``."""
-        values = small_params(self.cls, with_at)
-        if value is MISSING:
-            del values[key]
-        else:
-            values[key] = value
-        try:
-            self.cls.check_params(values, with_at)
-        except ValueError as exc:
-            message = str(exc)
-            assert key in message and fragment in message, message
-        else:
-            raise AssertionError(f"{key}={value!r} was accepted")
-
-    def bad_hyperparameters(self) -> None:
-        for case in bad_hyperparameter_cases(self.cls):
-            self.bad_hyperparameter(*case)
-
-    def parameters_must_be_a_mapping(self) -> None:
-        try:
-            self.cls.check_params([5, 0.001])
-        except ValueError as exc:
-            assert "[5, 0.001]" in str(exc), str(exc)
-        else:
-            raise AssertionError("a list of values was accepted as parameters")
 
     # --- what a fit returns --------------------------------------------------------------------
 
@@ -310,7 +255,8 @@ class MethodChecks:
 
 def check_method(cls: type[Method], data: RatingData | None = None) -> None:
     """Check that method class ``cls`` keeps atrec's method contract; one line in a plug-in's
-    tests: ``check_method(MyMethod)``.
+    tests: ``check_method(MyMethod)``. A binary method (``view = "binary"``) is checked
+    against the binary contract (:func:`~atrec.testing.binary.check_binary_method`).
 
     Parameters
     ----------
@@ -326,6 +272,9 @@ def check_method(cls: type[Method], data: RatingData | None = None) -> None:
         Naming the class and the first check it fails (``check 'result_shapes' (with AT)``),
         with the failure's message.
     """
+    if getattr(cls, "view", None) == VIEW:
+        check_binary_method(cls, data)
+        return
     checks = MethodChecks(cls, data)
     plain = [("declares_the_contract", checks.declares_the_contract),
              ("parameters_must_be_a_mapping", checks.parameters_must_be_a_mapping),

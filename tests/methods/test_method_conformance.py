@@ -15,7 +15,8 @@ import math
 import pytest
 
 from atrec.methods.registry import METHODS, record_method
-from atrec.testing.methods import MethodChecks, bad_hyperparameter_cases
+from atrec.testing.methods import MethodChecks
+from atrec.testing.params import bad_hyperparameter_cases
 
 # collected now: the registry loads the installed plug-ins on this first use
 METHOD_NAMES = METHODS.names()

@@ -10,14 +10,16 @@ from atrec.methods.binary import cvib, dr, dr_bias, dt, escm2, ips, multi, stabl
 from atrec.registry import Registry
 
 
-def _validate(cls: type) -> None:
+def validate_binary_method_class(cls: type) -> None:
+    """The method contract's checks (:func:`validate_method_class`), and ``view = "binary"``."""
     validate_method_class(cls)
     if getattr(cls, "view", None) != "binary":
         raise ValueError(f"method class {cls.__name__}: a binary method declares view = "
                          f"'binary' (subclass atrec.methods.binary.base.BinaryMethod)")
 
 
-BINARY_METHODS = Registry("binary method", "atrec.binary_methods", _validate)
+BINARY_METHODS = Registry("binary method", "atrec.binary_methods",
+                          validate_binary_method_class)
 
 BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.BinaryDRJL,
             dr.BinaryMRDRJL, dr.BinaryDRTextbook, dr.BinaryDRJLTextbook,
