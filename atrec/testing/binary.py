@@ -91,14 +91,21 @@ class BinaryMethodChecks(HyperparameterChecks):
         self._fits: dict[tuple, MethodResult] = {}
         self._at: tuple | None = None
 
+    @property
+    def params(self) -> dict:
+        """The smallest parameters of the class (:func:`small_params`); with AT's ``epsilon``
+        where it serves in AT, which is how AT's A1 and A2 are trained: a stage's compiled
+        loop is keyed by the names of its hyperparameters, so its plain fits and AT then share
+        their loops (a method's stages do not read ``epsilon``)."""
+        return small_params(self.cls, self.cls.serves_in_at)
+
     def fit(self, protocol: str, seeds=SEEDS) -> MethodResult:
-        """The class fitted on ``seeds`` with its smallest parameters under ``protocol``'s
-        settings (made once)."""
+        """The class fitted on ``seeds`` with :attr:`params` under ``protocol``'s settings
+        (made once)."""
         key = (protocol, tuple(seeds))
         if key not in self._fits:
             problem = fit_problem(self.data[protocol], protocol, seeds)
-            self._fits[key] = self.cls().fit(problem, small_params(self.cls, False),
-                                             epoch_settings(protocol))
+            self._fits[key] = self.cls().fit(problem, self.params, epoch_settings(protocol))
         return self._fits[key]
 
     # --- what the class declares ---------------------------------------------------------------
@@ -214,8 +221,7 @@ class BinaryMethodChecks(HyperparameterChecks):
 
             method.predictors = recorded
             problem = fit_problem(self.data[AT_PROTOCOL], AT_PROTOCOL, SEEDS)
-            result = fit_binary_at(method, problem, small_params(self.cls, True),
-                                   epoch_settings(AT_PROTOCOL))
+            result = fit_binary_at(method, problem, self.params, epoch_settings(AT_PROTOCOL))
             assert len(seen) == 1, f"AT called predictors() {len(seen)} times"
             self._at = (seen[0], result)
         return self._at
