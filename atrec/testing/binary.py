@@ -112,23 +112,22 @@ class BinaryMethodChecks(HyperparameterChecks):
 
     def declares_the_contract(self) -> None:
         """The registry's checks and ``view = "binary"``; the common ``dim``, ``lam`` and
-        ``lr``, and ``batch_size`` where the class serves in AT (A3 is batched by it; a method
-        trained on batches of all pairs, as ESMM, has no batch of observed pairs to size); a
-        known ``form``; ``uses_mcar`` where it ``leaks``; ``train`` (and ``predictors`` where
-        it serves in AT) written."""
+        ``lr``, and ``batch_size`` where the class serves in AT with the default
+        ``at_batch_size`` (A3 is batched by it; a method trained on batches of all pairs, as
+        ESMM, has no batch of observed pairs and sizes A3's itself); a known ``form``;
+        ``uses_mcar`` where it ``leaks``; ``train`` written."""
         cls = self.cls
         check_declarations(cls, validate_binary_method_class, BINARY_FLAGS)
         check_hyperparameter_declarations(cls)
         names = [h.name for h in cls.hyperparameters]
+        batched_at = cls.serves_in_at and cls.at_batch_size is BinaryMethod.at_batch_size
         missing = [h.name for h in COMMON if h.name not in names
-                   and (h.name != BATCH.name or cls.serves_in_at)]
+                   and (h.name != BATCH.name or batched_at)]
         assert not missing, f"hyperparameters lack the common {missing}"
         assert cls.form in FORMS, f"form {cls.form!r}: one of {FORMS}"
         assert isinstance(cls.reference_forms, str), "reference_forms: a string"
         assert not cls.leaks or cls.uses_mcar, "a method that leaks declares uses_mcar"
         assert cls.train is not BinaryMethod.train, "train() is not implemented"
-        assert not cls.serves_in_at or cls.predictors is not BinaryMethod.predictors, (
-            "serves_in_at without predictors()")
 
     def reference_values(self, datasets=REFERENCE_DATASETS) -> None:
         """``reference_params`` holds, for each of ``datasets``, the method's entry (and its

@@ -40,7 +40,9 @@ def test_a_sound_class_passes_its_declarations():
 @pytest.mark.parametrize("attrs, check, message", [
     ({"leaks": True}, "declares_the_contract", "a method that leaks declares uses_mcar"),
     ({"form": "fixed"}, "declares_the_contract", "form 'fixed'"),
-    ({"serves_in_at": True}, "reference_values", "no AT reference values for coat"),
+    ({"reference_params": {d: {**v, "x-mf/none-at": {**VALUES, "epsilon": 0.1}}
+                           for d, v in reference_table("x-mf", VALUES, VALUES).items()}},
+     "reference_values", "has entry 'x-mf/none-at'"),
     ({"reference_params": {"coat": reference_table("x-mf", VALUES, VALUES)["coat"]}},
      "reference_values", "no reference values for yahoo"),
     ({"reference_params": reference_table("x-mf", VALUES, {**VALUES, "lr": -1.0})},
