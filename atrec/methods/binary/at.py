@@ -26,6 +26,7 @@ from atrec.runtime import tf
 AT_RATIO = 4          # MF_ASIPS.fit's default G: sampled pairs per observed pair
 A3_SALT = 2000
 _A3 = Group(("pred_W", "pred_H"), lr="lr", wd="lam")
+A3_HP = ("lr", "lam", "epsilon")    # what A3's step reads (its Adam, its agreement threshold)
 
 
 def _a3_step(state, b):
@@ -57,6 +58,7 @@ def fit_binary_at(method: BinaryMethod, problem: FitProblem, params: dict,
         weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
     run.init_salt = A3_SALT
     stage = Stage("at", _a3_step, {"pred": _A3}, method.at_batch_size(run), extra=AT_RATIO)
-    res = run.main(stage, run.tables("pred"), run.hp(), consts,
+    hp = {k: v for k, v in run.hp().items() if k in A3_HP}   # A3's loop alike for every method
+    res = run.main(stage, run.tables("pred"), hp, consts,
                    run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights))
     return method.result(run, Trained(res.params, res, stages))
