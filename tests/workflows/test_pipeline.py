@@ -2,7 +2,10 @@
 
 Nothing is mocked in the training path: the pipeline downloads Coat from the shared copy,
 trains Table 1 and the baselines with TensorFlow, and writes the report. Only the selection is
-narrowed (two baselines, one propensity, two seeds) so that the test takes about a minute.
+narrowed (two baselines, one propensity, two seeds), and the runner's canonical width (20
+replicas at Coat's size, :mod:`atrec.learners.layout`) is set to the two seeds, so that each
+fit trains two replicas instead of the two seeds and 18 copies; what a stage does and writes is
+the same at any width.
 """
 
 import json
@@ -14,15 +17,26 @@ from conftest import SHARED
 
 from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
+from atrec.learners import layout
 from atrec.names import NO_PROPENSITY
 from atrec.protocol import TUNING_BUDGET
 from atrec.results.params import DEFAULT_PARAMS, TUNED, TUNED_ATREC, load_param_table
 from atrec.workflows import pipeline
 
 
+SEEDS = 2
+
+
 @pytest.fixture
 def env(reproduce_env):
     return reproduce_env
+
+
+@pytest.fixture
+def narrow(env, monkeypatch):
+    """:func:`env` with the canonical width set to the tests' :data:`SEEDS` seeds."""
+    monkeypatch.setattr(layout, "STACK", SEEDS)
+    return env
 
 
 def _records(root, method):
@@ -47,34 +61,34 @@ def test_the_default_chain_covers_every_baseline_on_coat():
 
 
 @pytest.mark.slow
-def test_reproduce_with_baselines_trains_them_and_reports_the_benchmark(env):
+def test_reproduce_with_baselines_trains_them_and_reports_the_benchmark(narrow):
     """The real pipeline: Table 1 (2 seeds), then DR-JL (item) and CausE with the shipped values
     (no tuning stage), and the benchmark table with paired tests in report.md."""
     lines = []
-    result = pipeline.reproduce(seeds=2, variance=False, echo=lines.append, baselines=True,
+    result = pipeline.reproduce(seeds=SEEDS, variance=False, echo=lines.append, baselines=True,
                                 baseline_methods=("dr-jl", "cause"),
                                 baseline_propensities=("item",))
     stages = [name for name, _, _ in result.stages]
     assert stages == ["download", "preprocess", "train", "bl-train", "report", "check"]
     assert "4 configurations of dr-jl, cause: 8 runs trained, 0 reused" in lines[3]
     for method in ("dr-jl", "cause"):
-        recs = _records(env, method)
+        recs = _records(narrow, method)
         assert len(recs) == 4, recs
         for path in recs:
             assert f"/{TUNED_ATREC}/" in str(path)
             assert json.loads(path.read_text())["method"] in (method, f"{method}+at")
-    report = (env / "results" / "report.md").read_text()
+    report = (narrow / "results" / "report.md").read_text()
     assert "## Benchmark: methods x propensities" in report
     assert "DR-JL" in report and "CausE" in report and "Paired tests vs MF-IPS" in report
     # a rerun reuses every record
     lines.clear()
-    pipeline.reproduce(seeds=2, variance=False, echo=lines.append, baselines=True,
+    pipeline.reproduce(seeds=SEEDS, variance=False, echo=lines.append, baselines=True,
                        baseline_methods=("dr-jl", "cause"), baseline_propensities=("item",))
     assert "0 runs trained, 8 reused" in lines[3]
 
 
 @pytest.mark.slow
-def test_baselines_without_shipped_values_are_tuned_first(env, monkeypatch):
+def test_baselines_without_shipped_values_are_tuned_first(narrow):
     """Where tuned-atrec has no values (here: emptied), the baselines are tuned by the real
     Optuna objective, exported to the tuned file, and trained with --params tuned."""
     from atrec.data.download import download
@@ -86,12 +100,12 @@ def test_baselines_without_shipped_values_are_tuned_first(env, monkeypatch):
                                     params="published,tuned")   # no shipped values
     assert plans[0].configs == plans[0].missing == [("damf", NO_PROPENSITY, False)]
     assert pipeline.tune_baselines(plans, trials=2) == 1
-    tuned = yaml.safe_load((env / "results" / "tuned_params.yaml").read_text())
+    tuned = yaml.safe_load((narrow / "results" / "tuned_params.yaml").read_text())
     assert tuned["coat"]["damf/none"]["trials"] == 2
-    outcomes = pipeline.train_baselines(plans, seeds=2)
+    outcomes = pipeline.train_baselines(plans, seeds=SEEDS)
     assert [len(o.trained) for o in outcomes] == [2]
-    assert all(f"/{TUNED}/" in str(p) for p in _records(env, "damf"))
-    text = pipeline.baseline_report(plans, "published", seeds=2)
+    assert all(f"/{TUNED}/" in str(p) for p in _records(narrow, "damf"))
+    text = pipeline.baseline_report(plans, "published", seeds=SEEDS)
     assert "DAMF" in text
 
 
