@@ -336,13 +336,15 @@ def test_cli_variance_progress_lines_and_quiet(data_dir, tmp_path, monkeypatch):
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, ATREC_RESULTS_DIR=str(tmp_path / "results"), PYTHONPATH=str(repo),
                ATREC_ML_100K_SOURCE=str(SHARED / "ml-100k"), TF_CPP_MIN_LOG_LEVEL="3")
-    args = [sys.executable, "-m", "atrec", "variance", "--min-items", "50", "--seeds", "2",
-            "--steps", "5", "--pre-steps", "5", "--no-figure"]
+    # two points without AT: a line per (min_items, method) as with AT (whose loop would cost
+    # this process its compilation; test_end_to_end_with_at_reduced trains it)
+    args = [sys.executable, "-m", "atrec", "variance", "--min-items", "20,50", "--seeds", "2",
+            "--without-at", "--steps", "5", "--pre-steps", "5", "--no-figure"]
     first = subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     lines = [line for line in first.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 2, first.stderr
-    assert re.match(r"\[1/2\] ml-100k-min50 \S+: 2 seed\(s\) trained, 0 reused; 2/4 seeds, "
+    assert re.match(r"\[1/2\] ml-100k-min20 \S+: 2 seed\(s\) trained, 0 reused; 2/4 seeds, "
                     r"\d+:\d\d elapsed, about \d+:\d\d left", lines[0]), lines
     assert re.match(r"\[2/2\] ml-100k-min50 \S+: 2 seed\(s\) trained, 0 reused; 4/4 seeds", lines[1])
     quiet = subprocess.run(args + ["--quiet"], cwd=repo, env=env, capture_output=True, text=True,
