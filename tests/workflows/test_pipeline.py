@@ -23,7 +23,6 @@ from atrec.protocol import TUNING_BUDGET
 from atrec.results.params import DEFAULT_PARAMS, TUNED, TUNED_ATREC, load_param_table
 from atrec.workflows import pipeline
 
-
 SEEDS = 2
 
 

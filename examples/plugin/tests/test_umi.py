@@ -14,10 +14,11 @@ from atrec.experiments.inputs import stack_inputs
 from atrec.learners import mf
 from atrec.learners.base import MF, SALT_FIT, StepContext, uniform_cells
 from atrec.methods.base import FitProblem
-from atrec.methods.tri_training import fit_with_at
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.protocol import TrainSettings
 from atrec.runtime import tf
 from atrec.testing import check_method
+from atrec.testing.data import small_data
+from atrec.testing.methods import fit as checks_fit
 
 NU, NI, DIM, B = 5, 4, 3, 7
 
@@ -152,11 +153,11 @@ def test_autodiff_method_trains_to_the_hand_written_numbers(problem):
     np.testing.assert_allclose(got.mse, ref.mse, rtol=1e-4)
 
 
-def test_short_fit_with_at_is_finite_and_repeatable(problem):
-    settings = ATSettings(pre_steps=10, iterations=2, steps_per_iteration=5, batch_size=256)
-    params = {"dim": 5, "lam": 1e-3, "gamma": 0.3, "epsilon": 0.5}
-    first = fit_with_at(MFUMI(), problem, params, settings)
-    again = fit_with_at(MFUMI(), problem, params, settings)
+def test_short_fit_with_at_is_finite_and_repeatable():
+    """On the data, seeds and AT settings of ``check_method``'s fits, so that it trains the AT
+    loop that check compiled (a loop of other sizes costs its own compilation)."""
+    first = checks_fit(small_data(), MFUMI, with_at=True)
+    again = checks_fit(small_data(), MFUMI, with_at=True)
     assert np.isfinite(first.mae).all() and np.isfinite(first.mse).all()
     np.testing.assert_array_equal(first.mae, again.mae)
     np.testing.assert_array_equal(first.selection_trace, again.selection_trace)
