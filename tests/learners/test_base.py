@@ -33,6 +33,21 @@ def test_learners_compare_by_what_the_loops_run():
     assert dataclasses.replace(MF, name="other") != MF
 
 
+# the settings of both fits below: the update-hook test's plain runs reuse the spy's loops
+SETTINGS = TrainSettings(steps=20, batch_size=64)
+AT_SETTINGS = ATSettings(pre_steps=5, iterations=2, steps_per_iteration=3, batch_size=64)
+PARAMS = {"dim": 5, "lam": 1e-3, "epsilon": 0.3}
+
+
+def _problem() -> FitProblem:
+    data = make_synthetic(**SMALL_SIZE, seed=0).data
+    inp = stack_inputs(data, "item", [0, 1])
+    full = inp.splits[0].test_full
+    return FitProblem(data.num_users, data.num_items, (0, 1), inp.train, inp.val, inp.test,
+                      {"user": full.user, "item": full.item, "rating": full.rating},
+                      inp.splits)
+
+
 class _Spy(LearnerMethod):
     """MF-IPS as a LearnerMethod that records the problems its learner was built for."""
 
@@ -47,17 +62,10 @@ class _Spy(LearnerMethod):
 
 
 def test_fit_and_at_hand_the_problem_to_the_learner():
-    data = make_synthetic(**SMALL_SIZE, seed=0).data
-    inp = stack_inputs(data, "item", [0, 1])
-    full = inp.splits[0].test_full
-    problem = FitProblem(data.num_users, data.num_items, (0, 1), inp.train, inp.val, inp.test,
-                         {"user": full.user, "item": full.item, "rating": full.rating},
-                         inp.splits)
+    problem = _problem()
     spy = _Spy()
-    params = {"dim": 5, "lam": 1e-3, "epsilon": 0.3}
-    spy.fit(problem, params, TrainSettings(steps=3, batch_size=64))
-    fit_with_at(spy, problem, params,
-                ATSettings(pre_steps=2, iterations=1, steps_per_iteration=2, batch_size=64))
+    spy.fit(problem, PARAMS, SETTINGS)
+    fit_with_at(spy, problem, PARAMS, AT_SETTINGS)
     assert spy.seen == [problem, problem]
 
 
@@ -80,17 +88,9 @@ def _by_hook(learner):
 def test_an_update_hook_that_takes_the_default_step_gives_the_same_run():
     """The stand-alone loop and AT run a learner's own update where it has one; written as the
     default step (gradients, then Adam over the tuple) it reproduces the run without it."""
-    data = make_synthetic(**SMALL_SIZE, seed=0).data
-    inp = stack_inputs(data, "item", [0, 1])
-    full = inp.splits[0].test_full
-    problem = FitProblem(data.num_users, data.num_items, (0, 1), inp.train, inp.val, inp.test,
-                         {"user": full.user, "item": full.item, "rating": full.rating},
-                         inp.splits)
-    params = {"dim": 5, "lam": 1e-3, "epsilon": 0.3}
-    plain = dataclasses.replace(MF, name="mf-plain")
+    problem, params, settings, at_settings = _problem(), PARAMS, SETTINGS, AT_SETTINGS
+    plain = MF                  # the spy's learner: its loops are those the spy's fits compiled
     hooked = dataclasses.replace(MF, name="mf-hooked", update=_adam_step)
-    settings = TrainSettings(steps=20, batch_size=64)
-    at_settings = ATSettings(pre_steps=5, iterations=2, steps_per_iteration=3, batch_size=64)
     a, b = _by_hook(plain).fit(problem, params, settings), _by_hook(hooked).fit(
         problem, params, settings)
     # adam_on runs Adam over flat arrays, as the stand-alone loop does: the same bits
