@@ -117,3 +117,10 @@ def _import():
             del sys.modules[name]
         import tensorflow  # as above, with Keras
     return tensorflow
+
+
+def _held_back(line: bytes, level: int) -> bool:
+    if line.startswith(_ABSL_PREAMBLE):
+        return True
+    match = _ABSL_LINE.match(line)
+    return bool(match) and _SEVERITY[match.group(1)] < level
