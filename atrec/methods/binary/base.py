@@ -210,10 +210,7 @@ class BinaryMethod(Method):
         whose models all train together (its propensity too), which then share nothing. A
         method that pre-trains a propensity once gives both predictors that one model
         instead (``mf-ips``, the DR family)."""
-        first = self.train(run)
-        run.init_salt = AT_SALT
-        second = self.train(run)
-        run.init_salt = 0
+        first, second = trained_twice(run, self.train)
         return (predictor_tables(first.params), predictor_tables(second.params), {},
                 {**first.stages, "A1": first.main, "A2": second.main})
 
@@ -246,6 +243,24 @@ class BinaryMethod(Method):
         return MethodResult(np.mean(np.abs(err), axis=1), np.mean(err ** 2, axis=1),
                             np.asarray(best_step), np.asarray(best_val, np.float64), trace, q,
                             traces)
+
+
+def trained_twice(run: BinaryRun, fit_one: Callable) -> tuple:
+    """``fit_one(run)`` twice, the second from other initial draws (:data:`AT_SALT`): AT's A1
+    and A2."""
+    first = fit_one(run)
+    run.init_salt = AT_SALT
+    try:
+        second = fit_one(run)
+    finally:
+        run.init_salt = 0
+    return first, second
+
+
+def reference_values(cls: type, dataset: str) -> dict:
+    """A class's ``reference`` values on ``dataset`` without AT (its one entry that is not an
+    ``-at`` one)."""
+    return next(v for k, v in cls.reference_params[dataset].items() if not k.endswith("-at"))
 
 
 def predictor_tables(params: dict) -> dict:

@@ -41,7 +41,6 @@ from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.binary.base import (
-    AT_SALT,
     COMMON,
     GAMMA,
     PROP_BATCH,
@@ -50,6 +49,8 @@ from atrec.methods.binary.base import (
     BinaryMethod,
     Trained,
     predictor_tables,
+    reference_values,
+    trained_twice,
 )
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
@@ -164,12 +165,11 @@ class _BinaryDRBase(BinaryMethod):
     steps: ClassVar[tuple] = ()        # (reference step, corrected step)
     prop_keys: ClassVar[tuple] = ("prop_lr", "prop_lam")
     stop: ClassVar[int] = 5
+    serves_in_at = True      # A1, A2: the main stage twice on one propensity
 
     def _imputation(self, run) -> tuple[dict, dict, dict]:  # pragma: no cover - abstract
         """The imputation model's groups, initial parameters, and the stage's extra constants."""
         raise NotImplementedError
-
-    serves_in_at = True
 
     def train(self, run) -> Trained:
         prop, pre = fit_propensity(run, *self.prop_keys)
@@ -179,10 +179,7 @@ class _BinaryDRBase(BinaryMethod):
         """AT's A1 and A2: the method's main stage twice, from other initial draws, on one
         propensity model fitted once (as ``mf-ips``)."""
         prop, pre = fit_propensity(run, *self.prop_keys)
-        first = self._main(run, prop, pre)
-        run.init_salt = AT_SALT
-        second = self._main(run, prop, pre)
-        run.init_salt = 0
+        first, second = trained_twice(run, lambda r: self._main(r, prop, pre))
         return first.params, second.params, prop, {"propensity": pre, "A1": first.main,
                                                    "A2": second.main}
 
@@ -269,8 +266,7 @@ def _variant(base: type, suffix: str, form: str, words: str) -> type:
     methods, ``e_hat``: binary-clean's default form) or ``coded`` (as the reference code
     computes it: binary-icde24's), so either form can be compared under either protocol."""
     name = f"{base.name}-{suffix}"
-    values = [next(v for k, v in base.reference_params[d].items() if not k.endswith("-at"))
-              for d in ("coat", "yahoo")]
+    values = [reference_values(base, d) for d in ("coat", "yahoo")]
     return type(f"{base.__name__}{suffix.title()}", (base,), {
         "__doc__": f"{base.label} {words} under either protocol.",
         "__module__": __name__, "name": name, "label": f"{base.label} ({suffix})",

@@ -42,14 +42,7 @@ from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import (
-    AT_SALT,
-    COMMON,
-    BinaryMethod,
-    Trained,
-    predictor_tables,
-    with_at,
-)
+from atrec.methods.binary.base import COMMON, BinaryMethod, Trained, predictor_tables
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.runtime import tf
 
@@ -119,16 +112,6 @@ def _corrected_step(state, b):
     return _step(state, b, corrected=True)
 
 
-def at_predictors(run, fit_one) -> tuple:
-    """AT's A1 and A2 (:meth:`BinaryMethod.predictors`): ``fit_one(run) -> StageResult`` run
-    twice, the second from other initial draws; no propensity model to share."""
-    first = fit_one(run)
-    run.init_salt = AT_SALT
-    second = fit_one(run)
-    run.init_salt = 0
-    return predictor_tables(first.params), predictor_tables(second.params), {}, {"A1": first, "A2": second}
-
-
 DR_BIAS_COAT = {"dim": 4, "lam": 1e-3, "lr": 0.05, "batch_size": 128, "uniform_ratio": 1}
 DR_BIAS_YAHOO = {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 2048, "uniform_ratio": 1}
 DR_MSE_COAT = {**DR_BIAS_COAT, "mse_lambda": 0.5}
@@ -150,7 +133,7 @@ class DRBias(BinaryMethod):
     serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO,)
     mse_lambda: ClassVar[float | None] = 1.0   # None: a hyperparameter (DR-MSE)
-    reference_params = with_at(reference_table("dr-bias", DR_BIAS_COAT, DR_BIAS_YAHOO))
+    reference_params = reference_table("dr-bias", DR_BIAS_COAT, DR_BIAS_YAHOO)
 
     def _predictor(self, run):
         step = _corrected_step if run.corrected else _reference_step
@@ -167,9 +150,6 @@ class DRBias(BinaryMethod):
         res = self._predictor(run)
         return Trained(predictor_tables(res.params), res, {})
 
-    def predictors(self, run) -> tuple:
-        return at_predictors(run, self._predictor)
-
 
 class DRMSE(DRBias):
     """DR-MSE (``DR-MSE.py``): DR-BIAS with the imputation weight mixing the bias and MRDR
@@ -181,7 +161,7 @@ class DRMSE(DRBias):
     reference = SOURCE + "DR-MSE.py"
     hyperparameters = COMMON + (UNIFORM_RATIO, MSE_LAMBDA)
     mse_lambda = None
-    reference_params = with_at(reference_table("dr-mse", DR_MSE_COAT, DR_MSE_YAHOO))
+    reference_params = reference_table("dr-mse", DR_MSE_COAT, DR_MSE_YAHOO)
 
 
 def form_variant(base: type, suffix: str, form: str, words: str, coat: dict,
@@ -196,7 +176,7 @@ def form_variant(base: type, suffix: str, form: str, words: str, coat: dict,
         "__module__": base.__module__, "name": name, "label": f"{base.label} ({suffix})",
         "description": f"{base.label} {words} (binary protocols)", "form": form,
         "reference_forms": base.reference_forms if form == "reference" else "",
-        "reference_params": with_at(reference_table(name, coat, yahoo))})
+        "reference_params": reference_table(name, coat, yahoo)})
 
 
 CORRECTED = ("corrected", "corrected", "with the weighted DR correction and e_hat in order")

@@ -21,14 +21,13 @@ from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
 from atrec.methods.binary.base import (
-    AT_SALT,
     COMMON,
     GAMMA,
     PROP_BATCH,
     PROP_LAM,
     BinaryMethod,
     Trained,
-    with_at,
+    trained_twice,
 )
 from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
 from atrec.names import NO_PROPENSITY, config_key
@@ -79,9 +78,9 @@ class BinaryMF(BinaryMethod):
     label = "MF"
     description = "matrix factorisation, mean cross-entropy (binary protocols)"
     reference = SOURCE + "MF.py"
-    reference_params = with_at(reference_table(
+    reference_params = reference_table(
         "mf", {"dim": 16, "lam": 1e-4, "lr": 0.01, "batch_size": 128},
-        {"dim": 128, "lam": 1e-5, "lr": 0.01, "batch_size": 4096}))
+        {"dim": 128, "lam": 1e-5, "lr": 0.01, "batch_size": 4096})
     serves_in_at = True
     step = staticmethod(_mf_step)
 
@@ -105,10 +104,7 @@ class BinaryMF(BinaryMethod):
 
     def predictors(self, run) -> tuple:
         prop, stages = self._propensity(run)
-        first = self._predictor(run, prop)
-        run.init_salt = AT_SALT
-        second = self._predictor(run, prop)
-        run.init_salt = 0
+        first, second = trained_twice(run, lambda r: self._predictor(r, prop))
         return first.params, second.params, prop, {**stages, "A1": first, "A2": second}
 
 
@@ -123,11 +119,11 @@ class BinaryIPS(BinaryMF):
     description = "IPS with the learned NCF propensity (binary protocols)"
     reference = SOURCE + "IPS.py"
     hyperparameters = COMMON + (GAMMA, PROP_BATCH, PROP_LAM)
-    reference_params = with_at(reference_table(
+    reference_params = reference_table(
         "mf-ips", {"dim": 16, "lam": 1e-3, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
                    "prop_batch": 1024, "prop_lam": 1e-6},
         {"dim": 32, "lam": 1e-4, "lr": 0.01, "batch_size": 4096, "gamma": 0.05,
-         "prop_batch": 32764, "prop_lam": 1e-4}))
+         "prop_batch": 32764, "prop_lam": 1e-4})
     step = staticmethod(_ips_step)
 
     def _propensity(self, run):

@@ -41,12 +41,11 @@ from atrec.learners import losses
 from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import COMMON, BinaryMethod, Trained, predictor_tables, with_at
+from atrec.methods.binary.base import COMMON, BinaryMethod, Trained, predictor_tables
 from atrec.methods.binary.dr_bias import (
     CODED,
     IMP,
     UNIFORM_RATIO,
-    at_predictors,
     form_variant,
 )
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
@@ -165,7 +164,7 @@ class StableDR(BinaryMethod):
     uses_mcar = True
     serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO, ETA, MU_LR, STOP)
-    reference_params = with_at(reference_table("stable-dr", STABLE_DR_COAT, STABLE_DR_YAHOO))
+    reference_params = reference_table("stable-dr", STABLE_DR_COAT, STABLE_DR_YAHOO)
 
     def _predictor(self, run):
         init = {**run.tables("pred"), **run.tables("imp"),
@@ -183,9 +182,6 @@ class StableDR(BinaryMethod):
     def train(self, run) -> Trained:
         res = self._predictor(run)
         return Trained(predictor_tables(res.params), res, {})
-
-    def predictors(self, run) -> tuple:
-        return at_predictors(run, self._predictor)
 
 
 StableDRCorrected = form_variant(StableDR, "corrected", "corrected",
