@@ -117,6 +117,18 @@ def test_onebit_converges_monotonically_and_beats_uniform_on_a_low_rank_model():
     assert err_mc < 0.8 * err_uniform, (err_mc, err_uniform)  # measured: about 0.7
 
 
+def test_onebit_gap_bounds_the_distance_to_a_much_tighter_solve():
+    # the stopping certificate: F(x) - min F <= gap, checked against a solve to tol 1e-10
+    # (the restarts change the path, never the problem or the rule)
+    _, y = _low_rank_model(seed=1)
+    radius = default_radius(*y.shape, int(y.sum()))
+    fit = fit_onebit_mc(y, radius)
+    tight = fit_onebit_mc(y, radius, tol=1e-10, max_iter=3000)
+    assert tight.converged and tight.objective <= fit.objective
+    assert fit.objective - tight.objective <= fit.duality_gap
+    assert tight.iterations > fit.iterations
+
+
 def test_onebit_estimator_reports_diagnostics(small_mnar):
     split = make_split(small_mnar, 0)
     est = get_estimator("1bit-mc")
