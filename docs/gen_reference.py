@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 MEASURED_CSV = HERE / "data" / "coat_measured.csv"
 MEASURED_MARK = "<!-- atrec:measured -->"
 TABLE1_MARK = "<!-- atrec:table1 -->"
+SHIPPED_MARK = "<!-- atrec:tuned-atrec -->"
 NAV_TITLE = "Methods and propensities"
 METHOD_DIR = "reference/methods"
 PROPENSITY_DIR = "reference/propensities"
@@ -373,6 +374,35 @@ def table1_markdown() -> str:
                                     for side in ("w/o AT", "w/ AT")], rows)
 
 
+def _g(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+SHIPPED_FIXED = ("trials", "best_value", "reference_value", "start", "start_value", "dim", "lam",
+                 "epsilon")
+
+
+def shipped_markdown() -> str:
+    """Every ``tuned-atrec`` entry on Coat (``atrec/resources/tuned_atrec_params.yaml``): its
+    budget, the study's best validation loss, its first trial's loss (at the authors' values,
+    or at the values of the set named in brackets) and the values; a method's own
+    hyperparameters in the last column."""
+    rows = []
+    for key, entry in sorted(shipped_params()["tuned-atrec"].items()):
+        if "reference_value" in entry:
+            first = f"{entry['reference_value']:.4f}"
+        elif "start_value" in entry:
+            first = f"{entry['start_value']:.4f} ({entry['start']})"
+        else:
+            first = "-"
+        own = ", ".join(f"{k} {_g(v)}" for k, v in entry.items() if k not in SHIPPED_FIXED)
+        rows.append([f"`{key}`", entry.get("trials", "-"), f"{entry['best_value']:.4f}", first,
+                     entry["dim"], _g(entry["lam"]), _g(entry.get("epsilon", "-")),
+                     own or "-"])
+    return _table(["configuration", "trials", "best validation loss", "first trial's loss",
+                   "dim", "lam", "epsilon", "own"], rows)
+
+
 # ---------------------------------------------------------------------------- MkDocs hooks
 
 def on_config(config):
@@ -410,9 +440,12 @@ def on_page_content(html, page, config, files):
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Replace :data:`MEASURED_MARK` and :data:`TABLE1_MARK` by their tables."""
+    """Replace :data:`MEASURED_MARK`, :data:`TABLE1_MARK` and :data:`SHIPPED_MARK` by their
+    tables."""
     if MEASURED_MARK in markdown:
         markdown = markdown.replace(MEASURED_MARK, measured_markdown())
     if TABLE1_MARK in markdown:
         markdown = markdown.replace(TABLE1_MARK, table1_markdown())
+    if SHIPPED_MARK in markdown:
+        markdown = markdown.replace(SHIPPED_MARK, shipped_markdown())
     return markdown
