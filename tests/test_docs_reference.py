@@ -144,3 +144,15 @@ def test_rendered_docstring_roles_become_plain_code(gen):
     assert gen.strip_roles(html) == ("see <code>MethodChecks</code> and "
                                      "<code>atrec.runtime.configure</code>, not "
                                      "<code>:class:</code>")
+
+
+def test_the_shipped_tuned_atrec_table_has_every_entry_of_the_file(gen):
+    shipped = gen.shipped_params()["tuned-atrec"]
+    table = gen.shipped_markdown().splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| `") for row in table] == sorted(shipped)
+    key = next(k for k, v in shipped.items() if "start_value" in v)
+    row = next(r for r in table if r.startswith(f"| `{key}` |"))
+    assert f"{shipped[key]['start_value']:.4f} ({shipped[key]['start']})" in row
+    page = (ROOT / "docs" / "baselines.md").read_text("utf-8")
+    assert gen.SHIPPED_MARK in page
+    assert gen.on_page_markdown(page, None, None, None).count("\n| `") == len(shipped)
