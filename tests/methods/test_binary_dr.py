@@ -25,17 +25,22 @@ from atrec.runtime import tf
 bce = lambda q, t: -(t * math.log(q) + (1 - t) * math.log(1 - q))
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_dr_loss_by_hand(weighted):
+# reference: the correction unweighted, the direct term as it is; textbook: the correction
+# weighted by 1/p_hat and the direct term scaled by N / n (say 87,000 / 6,960 = 12.5)
+@pytest.mark.parametrize("weighted, scale", [(False, 1.0), (True, 12.5)])
+def test_dr_loss_by_hand(weighted, scale):
     q, y, w, imp = [0.8, 0.25], [1.0, 0.0], [2.0, 4.0], [0.5, 0.3]
     q_d, imp_d = [0.6, 0.1], [0.5, 0.9]
     xent = 2 * -math.log(0.8) + 4 * -math.log(0.75)
-    c = w if weighted else [1.0, 1.0]        # textbook: the correction weighted by 1/p_hat
+    c = w if weighted else [1.0, 1.0]
     corr = c[0] * bce(0.8, 0.5) + c[1] * bce(0.25, 0.3)
     direct = bce(0.6, 0.5) + bce(0.1, 0.9)
     t = lambda x: tf.constant([x], tf.float64)
-    got = dr.dr_loss(t(q), t(y), t(q_d), t(w), t(imp), t(imp_d), weighted).numpy()[0]
-    assert got == pytest.approx((xent - corr + direct) / 2, rel=1e-12)
+    got = dr.dr_loss(t(q), t(y), t(q_d), t(w), t(imp), t(imp_d), weighted, scale).numpy()[0]
+    assert got == pytest.approx((xent - corr + scale * direct) / 2, rel=1e-12)
+    if not weighted:     # the code's form: the default factor is 1
+        default = dr.dr_loss(t(q), t(y), t(q_d), t(w), t(imp), t(imp_d), False).numpy()[0]
+        assert default == got
 
 
 @pytest.mark.parametrize("reversed_order", [True, False])
@@ -90,7 +95,7 @@ def _step_state(seed=0):
     prop = {n: tf.constant(v) for n, v in bm.ncf_params([1, 2], nu, ni, k).items()}
     groups = {"pred": dr.PRED, "imp": dr.IMP}
     hp = {n: tf.constant(v, tf.float32) for n, v in
-          {"gamma": 0.05, "lr": 0.05, "lam": 1e-3}.items()}
+          {"gamma": 0.05, "lr": 0.05, "lam": 1e-3, "direct_scale": 1.0}.items()}
     batch = Batch(tf.constant(rng.integers(0, nu, (2, 3)), tf.int32),
                   tf.constant(rng.integers(0, ni, (2, 3)), tf.int32),
                   tf.constant(rng.integers(0, 2, (2, 3)), tf.float32), None,

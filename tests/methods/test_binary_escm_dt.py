@@ -98,10 +98,15 @@ def test_dr_forms_by_hand():
     back = [ce_eps(0.6, 0.7), ce_eps(0.3, 0.2)]            # reversed: q_hat in q's place
     direct = sum(ce_eps(a, b) for a, b in zip([0.5, 0.4, 0.9], [0.1, 0.8, 0.5]))
     direct_back = sum(ce_eps(b, a) for a, b in zip([0.5, 0.4, 0.9], [0.1, 0.8, 0.5]))
-    cases = [(False, False, e - sum(plain) + direct), (True, False,
-             e - 2 * plain[0] - 4 * plain[1] + direct), (False, True, e - sum(back) + direct_back)]
-    for weighted, rev, expect in cases:
-        got = joint.dr_eps(q, y, qh, w, qd, qhd, weighted, rev).numpy()[0]
+    # (weighted, reversed, direct_scale): the code's forms, then the corrected ones with the
+    # direct term scaled (N / (G n), say 2.5)
+    cases = [(False, False, 1.0, e - sum(plain) + direct),
+             (False, True, 1.0, e - sum(back) + direct_back),
+             (True, False, 1.0, e - 2 * plain[0] - 4 * plain[1] + direct),
+             (True, False, 2.5, e - 2 * plain[0] - 4 * plain[1] + 2.5 * direct),
+             (True, True, 2.5, e - 2 * back[0] - 4 * back[1] + 2.5 * direct_back)]
+    for weighted, rev, scale, expect in cases:
+        got = joint.dr_eps(q, y, qh, w, qd, qhd, weighted, rev, scale).numpy()[0]
         assert got == pytest.approx(expect / 3, rel=1e-9)
 
 
@@ -117,8 +122,8 @@ def _labels_all():
     return {"labels_all": t64([0.0, 1.0, 0.0, 0.0])}
 
 
-def test_escm2_dr_loss_by_hand_and_its_unweighted_correction():
-    hp = {"gamma": 0.05, "alpha": 1.5, "beta": 0.5, "theta": 3.0}
+def test_escm2_dr_loss_by_hand_in_both_forms():
+    hp = {"gamma": 0.05, "alpha": 1.5, "beta": 0.5, "theta": 3.0, "direct_scale": 1.0}
     s = state_of(MF3, hp, _labels_all())
     out = {}
     got = escm2.escm2_dr_loss(s, batch(**OBS), False, out)(s.params).numpy()[0]
@@ -133,8 +138,12 @@ def test_escm2_dr_loss_by_hand_and_its_unweighted_correction():
     imp = w * (ce_eps(q, 1) - ce_eps(q, q_hat)) ** 2
     assert got == pytest.approx(1.5 * prop + 0.5 * ctcvr + 3.0 * imp + dr, rel=1e-9)
     assert out["ips"].numpy()[0] == pytest.approx(w * ce_eps(q, 1), rel=1e-9)
+    # corrected: the correction weighted by w, the direct term scaled (N / (G n), say 6.5)
+    s = state_of(MF3, {**hp, "direct_scale": 6.5}, _labels_all())
     fixed = escm2.escm2_dr_loss(s, batch(**OBS), True, {})(s.params).numpy()[0]
-    assert fixed - got == pytest.approx(-(w - 1) * ce_eps(q, q_hat) / 2, rel=1e-9)
+    dr = (w * ce_eps(q, 1) - w * ce_eps(q, q_hat)
+          + 6.5 * (ce_eps(qd[0], sig(E[1] * F[0])) + ce_eps(q, q_hat))) / 2
+    assert fixed == pytest.approx(1.5 * prop + 0.5 * ctcvr + 3.0 * imp + dr, rel=1e-9)
 
 
 def test_escm2_ips_and_esmm_losses_by_hand():
@@ -181,7 +190,7 @@ def test_multi_tower_and_losses_by_hand():
 
 
 def test_multi_dr_loss_by_hand():
-    s = state_of(MF3, {"gamma": 0.05})
+    s = state_of(MF3, {"gamma": 0.05, "direct_scale": 1.0})
     got = multi.multi_dr_loss(s, batch(**OBS), False, {})(s.params).numpy()[0]
     q, q_hat, w = sig(A[0] * B[1]), sig(E[0] * F[1]), 1 / sig(C[0] * D[1])
     direct = ce_eps(sig(E[1] * F[0]), sig(A[1] * B[0])) + ce_eps(q_hat, q)   # reversed
@@ -221,13 +230,13 @@ def test_autodiff_matches_finite_differences():
     rng = np.random.default_rng(0)
     mf3 = _random_mf(rng, ("pred", "prop", "imp"))
     labels_all = {"labels_all": t64(rng.integers(0, 2, size=20).astype(float))}
-    hp = {"gamma": 0.05, "alpha": 0.5, "beta": 0.1, "theta": 2.0}
+    hp = {"gamma": 0.05, "alpha": 0.5, "beta": 0.1, "theta": 2.0, "direct_scale": 1.0}
     b = batch(**BIG)
     s = state_of(mf3, hp, labels_all)
     _check_gradients(dt.dr_loss(s, b), mf3, ("pred_W", "prop_H", "imp_W"), IDX)
     # ESCM2-DR's imputation loss stops q's gradient: check q's table with theta = 0
     _check_gradients(escm2.escm2_dr_loss(s, b, False, {}), mf3, ("prop_W", "imp_H"), IDX)
-    no_imp = state_of(mf3, {**hp, "theta": 0.0}, labels_all)
+    no_imp = state_of(mf3, {**hp, "theta": 0.0, "direct_scale": 3.0}, labels_all)
     _check_gradients(escm2.escm2_dr_loss(no_imp, b, True, {}), mf3, ("pred_H",), IDX)
     _check_gradients(multi.multi_dr_loss(s, b, False, {}), mf3, ("prop_W", "imp_H"), IDX)
     towers = {"share_W": rng.normal(size=(4, 3)), "share_H": rng.normal(size=(5, 3))}

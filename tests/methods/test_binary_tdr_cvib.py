@@ -63,8 +63,9 @@ def test_dib_loss_by_hand():
     assert got == pytest.approx(expect, rel=1e-10)
 
 
-@pytest.mark.parametrize("corrected", [0.0, 1.0])
-def test_dr_loss_by_hand_in_both_forms(corrected):
+# the code's form; the corrected one: the correction weighted, the direct term scaled (N / (G n))
+@pytest.mark.parametrize("corrected, scale", [(0.0, 1.0), (1.0, 4.5)])
+def test_dr_loss_by_hand_in_both_forms(corrected, scale):
     b = Batch(_ints([0, 1]), _ints([0, 1]), tf.constant([[1.0, 0.0]], tf.float64), _ints([0, 1]),
               _ints([0, 1, 1]), _ints([1, 0, 1]))
     w = tf.constant([[2.0, 4.0]], tf.float64)
@@ -75,8 +76,9 @@ def test_dr_loss_by_hand_in_both_forms(corrected):
     e_hat = [bce(x, 0.4) for x in q]
     direct = sum(bce(x, 0.4) for x in q_all)
     cw = [2.0, 4.0] if corrected else [1.0, 1.0]
-    expect = (2 * e[0] + 4 * e[1] - cw[0] * e_hat[0] - cw[1] * e_hat[1] + direct) / 3
-    got = tdr.dr_loss(b, w, imputed, imputed_all, corrected)(_tables()).numpy()[0]
+    expect = (2 * e[0] + 4 * e[1] - cw[0] * e_hat[0] - cw[1] * e_hat[1] + scale * direct) / 3
+    got = tdr.dr_loss(b, w, imputed, imputed_all, corrected, direct_scale=scale)(_tables())
+    got = got.numpy()[0]
     assert got == pytest.approx(expect, rel=1e-10)
     # the targeted step's form: every term squared, e_hat shifted by e_hat_T
     shift, shift_all = tf.constant([[0.1, -0.2]], tf.float64), tf.constant([[0.3, 0.0, 0.05]],
@@ -84,8 +86,8 @@ def test_dr_loss_by_hand_in_both_forms(corrected):
     s, s_all = [0.1, -0.2], [0.3, 0.0, 0.05]
     expect = (2 * e[0] ** 2 + 4 * e[1] ** 2 - sum(c * (x + d) ** 2 for c, x, d in
                                                   zip(cw, e_hat, s))
-              + sum((bce(x, 0.4) + d) ** 2 for x, d in zip(q_all, s_all))) / 3
-    got = tdr.dr_loss(b, w, imputed, imputed_all, corrected, shift, shift_all)(_tables())
+              + scale * sum((bce(x, 0.4) + d) ** 2 for x, d in zip(q_all, s_all))) / 3
+    got = tdr.dr_loss(b, w, imputed, imputed_all, corrected, shift, shift_all, scale)(_tables())
     assert got.numpy()[0] == pytest.approx(expect, rel=1e-10)
 
 
@@ -138,8 +140,8 @@ def test_autodiff_matches_finite_differences():
     w = tf.constant([[2.0, 1.5, 4.0], [1.0, 3.0, 2.5]], tf.float64)
     imp = tf.constant([[0.3, 0.6, 0.5], [0.2, 0.9, 0.4]], tf.float64)
     shift = tf.constant([[0.1, -0.2, 0.05], [0.0, 0.3, -0.1]], tf.float64)
-    for corrected in (0.0, 1.0):
-        _finite_difference_check(tdr.dr_loss(b, w, imp, imp, corrected, shift, shift),
+    for corrected, scale in ((0.0, 1.0), (1.0, 4.5)):
+        _finite_difference_check(tdr.dr_loss(b, w, imp, imp, corrected, shift, shift, scale),
                                  _random_tables("pred"))
     q = tf.constant([[0.3, 0.8, 0.55], [0.1, 0.6, 0.7]], tf.float64)
     for corrected in (0.0, 1.0):    # TDR-JL's imputation loss, reversed and in order
@@ -229,7 +231,7 @@ def test_targeted_epsilon_by_hand():
               "y_bar": tf.constant([y_bar])}
     params = {**_tables(tf.float32), "tmle_ab": tf.zeros([1]), "tmle_bb": tf.zeros([1])}
     hp = {"gamma": tf.constant(gamma), "corrected": tf.constant(0.0), "lr": tf.constant(0.05),
-          "lam": tf.constant(0.0)}
+          "lam": tf.constant(0.0), "direct_scale": tf.constant(1.0)}
     state = StepState(params, new_opt(params, {"pred": PRED}), {"pred": PRED}, hp, consts)
     b = _batch(**OBS, dtype=tf.float32)
     term = tdr._tdr_step(state, b)

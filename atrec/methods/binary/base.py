@@ -94,6 +94,19 @@ class BinaryRun:
     def clean(self) -> bool:
         return self.settings.stopping == "validation"
 
+    def direct_scale(self, ratio: int = 1) -> float:
+        """The factor on a DR loss's direct term (its sum over the ``G B`` pairs drawn from all
+        ``N = num_users x num_items``, divided by ``G B``): 1 in the code's form; in the
+        corrected form ``N / (ratio n)`` (``n`` the training pairs), ``ratio`` = 1 for a loss
+        that divides its observed sums by ``B`` and ``G`` for one that divides them by ``G B``.
+        The observed sums, weighted by ``1 / p_hat`` (about ``N / n`` on average), then keep
+        their scale and the direct term takes the textbook DR estimate's weight against them:
+        the loss is that estimate times ``N / (ratio n)``, the factor the code's IPS term
+        carries (docs/protocols.md, "Corrected DR forms")."""
+        if not self.corrected:
+            return 1.0
+        return self.num_users * self.num_items / (ratio * self.n_train)
+
     def tables(self, prefix: str, dim: int | None = None) -> dict:
         """N(0, 1) MF tables ``{prefix_W, prefix_H}`` of every replica (``dim``: default the
         method's ``dim``), drawn from the replica's seed, the model's salt and

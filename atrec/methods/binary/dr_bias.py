@@ -21,13 +21,11 @@ correction unweighted (``c = 1``) and reverses the imputed error's cross-entropy
 ``e_hat = BCE(q_hat, q) = -[q log q_hat + (1 - q) log(1 - q_hat)]``. The corrected form (the
 default under ``binary-clean``, and the named variants ``dr-bias-corrected``, ``dr-mse-corrected``
 under either protocol) weights the correction (``c = w``) and takes ``e_hat = BCE(q, q_hat)``,
-the predictor's loss were ``q_hat`` the label. Weighting the correction alone would leave the
-code's normalisations inconsistent (the observed sums over ``B``, with weights about ``N / n``,
-against the direct term over ``G B``: ``-(N/n) e_hat_O + e_hat_D``, which pushes ``q`` away
-from ``q_hat``; on Coat it drops AUC to about 0.56), so the corrected form also scales the
-direct term by ``N / n`` (``N = num_users x num_items``, the pairs ``D`` is drawn from, ``n``
-the training pairs): the textbook DR estimate ``(1/N)[sum_all e_hat + sum_O w (e - e_hat)]``
-times ``N / n``, the scale of the code's IPS term. Both forms keep the code's clamped
+the predictor's loss were ``q_hat`` the label, and scales the direct term by ``N / n``
+(:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`, ``N = num_users x num_items``,
+``n`` the training pairs), as every corrected DR form does: the loss is the textbook DR
+estimate ``(1/N)[sum_all e_hat + sum_O w (e - e_hat)]`` times ``N / n``, the scale of the
+code's IPS term (docs/protocols.md, "Corrected DR forms"). Both forms keep the code's clamped
 cross-entropy and its recomputed ``q``. ``dr-bias-coded`` and ``dr-mse-coded`` run the code's
 form under either protocol. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
 weighted cross-entropy (:func:`~atrec.methods.binary.naive_bayes.label_weighted_criterion`).
@@ -140,8 +138,7 @@ class DRBias(BinaryMethod):
         stage = Stage(self.name, step, {"pred": PRED, "imp": IMP},
                       int(run.values["batch_size"]), extra=int(run.values["uniform_ratio"]))
         extra = {} if self.mse_lambda is None else {"mse_lambda": self.mse_lambda}
-        extra["direct_scale"] = (run.num_users * run.num_items / run.n_train
-                                 if run.corrected else 1.0)
+        extra["direct_scale"] = run.direct_scale()   # the observed sums are over B
         predict = lambda p, u, i: bm.mf_prob(p, "pred", u, i)
         return run.main(stage, {**run.tables("pred"), **run.tables("imp")}, run.hp(**extra),
                         nb.counts(run), nb.label_weighted_criterion(run, predict))

@@ -23,7 +23,15 @@ form, ``BCE_eps`` the hand-written one, each where the code uses it. The test se
 The code has none of the bugs PROTOCOLS.md section 5 lists for DT (its DR correction is
 weighted, its propensity has an observation loss), so both protocols run it as coded; under
 ``binary-clean`` the validation criterion is the self-normalised cross-entropy weighted by the
-method's own propensity ``w``.
+method's own propensity ``w``. As coded includes DT-DR's normalisation: its direct term is NOT
+scaled by ``N / (G n)`` as the corrected forms of the other DR methods scale theirs
+(docs/protocols.md, "Corrected DR forms"), so its observed terms weigh about ``N / (G n)``
+times what the textbook DR estimate gives them against the direct term (about 3.5 on Coat under
+``binary-clean``, ``G = 4``). The spec changes a method under ``binary-clean`` only where
+section 5 names a bug, and names none here (trap 6 cites DT-DR as the method whose correction
+IS weighted); the scale is part of atrec's correction of an unweighted correction, and
+``theta``, ``alpha`` and ``beta`` weigh the other terms against the DR term at the code's
+scale.
 """
 
 from __future__ import annotations
@@ -156,7 +164,8 @@ class BinaryDTIPS(joint.JointMethod):
 class BinaryDTDR(BinaryDTIPS):
     """DT-DR (``DT-DR.py``): DT-IPS's propensity with an imputation MF of size ``k1`` and the
     DR loss with a WEIGHTED correction plus ``theta`` times the imputation loss, nothing
-    detached (module doc). Kept as the code computes it (nothing to correct)."""
+    detached (module doc). Kept as the code computes it under both protocols (nothing to
+    correct), its direct term unscaled (module doc)."""
 
     name = "dt-dr"
     label = "DT-DR"

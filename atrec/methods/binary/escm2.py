@@ -25,7 +25,10 @@ The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (PROTOC
   step after one backward: every parameter gets two Adam updates per batch, the second's
   weight decay reading the parameters the first has moved. Corrected: one Adam step;
 - ESCM2-DR's correction ``sum_O BCE_eps(q, q_hat)`` is not weighted. Corrected: weighted by
-  ``w`` (the textbook DR estimator).
+  ``w``, with the direct term ``sum_D`` scaled by ``N / (G n)``
+  (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`), so ``dr`` is the textbook DR
+  estimate times ``N / (G n)``, the scale of the code's IPS term (docs/protocols.md,
+  "Corrected DR forms").
 
 ESMM has none to correct. Under ``binary-clean`` the validation criterion is the
 self-normalised cross-entropy weighted by the method's own ``w`` (ESMM: the plain mean
@@ -129,7 +132,8 @@ def escm2_dr_loss(state, b, weighted: bool, out: dict):
         q_hat = bm.mf_prob(p, "imp", b.users, b.items)
         q_d, prop, ctcvr = _all_terms(state, p, b, _mf_prop)
         q_hat_d = bm.mf_prob(p, "imp", b.all_users, b.all_items)
-        dr = dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted)
+        dr = dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted,
+                    direct_scale=hp["direct_scale"])
         fixed = tf.stop_gradient(q)
         imp = tf.reduce_sum(w * tf.square(losses.bce_eps(fixed, b.labels)
                                           - losses.bce_eps(fixed, q_hat)), -1)
@@ -211,13 +215,15 @@ class BinaryESCM2DR(BinaryESCM2IPS):
     """ESCM2-DR (``ESCM2-DR.py``): predictor, imputation and propensity MFs trained together
     by the CTR, CTCVR, DR and imputation losses (module doc). Under ``binary-icde24`` the DR
     correction unweighted, as coded; under ``binary-clean`` (and ``escm2-dr-corrected``)
-    weighted by ``w``."""
+    weighted by ``w`` and the direct term scaled by ``N / (G n)``: the textbook DR
+    estimate."""
 
     name = "escm2-dr"
     label = "ESCM2-DR"
     description = "ESCM2 with the DR regulariser (unweighted correction, as coded)"
     reference = SOURCE + "ESCM2-DR.py"
     reference_forms = "the DR correction not weighted by 1/p"
+    dr_direct = True
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO, ALPHA, BETA, THETA, PROP_LAM, IMP_LAM)
     reference_params = reference_table(
         "escm2-dr", {"dim": 8, "lam": 1e-3, "lr": 0.01, "batch_size": 128, "gamma": 0.01,
@@ -242,7 +248,8 @@ class BinaryESCM2DR(BinaryESCM2IPS):
 
 
 class BinaryESCM2DRCorrected(BinaryESCM2DR):
-    """ESCM2-DR with the DR correction weighted by ``w`` whatever the protocol."""
+    """ESCM2-DR with the DR correction weighted by ``w`` and the direct term scaled by
+    ``N / (G n)`` (the textbook DR estimate) whatever the protocol."""
 
     name = "escm2-dr-corrected"
     label = "ESCM2-DR (weighted)"

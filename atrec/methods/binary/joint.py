@@ -45,17 +45,20 @@ def labels_at(matrix, users, items, num_items):
     return tf.gather(matrix, users * num_items + items, batch_dims=1)
 
 
-def dr_eps(q, y, q_hat, w, q_d, q_hat_d, weighted: bool, reversed_: bool = False):
+def dr_eps(q, y, q_hat, w, q_d, q_hat_d, weighted: bool, reversed_: bool = False,
+           direct_scale=1.0):
     """The DR loss of the hand-written cross-entropies, ``[R]``:
-    ``[sum_O w e - sum_O (w) e_hat + sum_D e_hat_D] / |D|`` with ``e = BCE_eps(q, y)`` and
+    ``[sum_O w e - sum_O (w) e_hat + s sum_D e_hat_D] / |D|`` with ``e = BCE_eps(q, y)`` and
     ``e_hat = BCE_eps(q, q_hat)`` (``reversed_``: ``BCE_eps(q_hat, q)``), the correction
-    weighted by ``w`` when ``weighted``."""
+    weighted by ``w`` when ``weighted`` and ``s = direct_scale`` (``N / (G n)`` in a corrected
+    form, :meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`; 1 in the code's)."""
     pair = (lambda a, b: losses.bce_eps(b, a)) if reversed_ else losses.bce_eps
     e = losses.bce_eps(q, y)
     e_hat = pair(q, q_hat)
     corr = w * e_hat if weighted else e_hat
     size = tf.cast(tf.shape(q_d)[-1], q.dtype)
-    return (tf.reduce_sum(w * e - corr, -1) + tf.reduce_sum(pair(q_d, q_hat_d), -1)) / size
+    direct = tf.reduce_sum(pair(q_d, q_hat_d), -1)
+    return (tf.reduce_sum(w * e - corr, -1) + direct_scale * direct) / size
 
 
 def joint_step(state, loss_fn, order: tuple[str, ...] | None = None):
@@ -95,6 +98,9 @@ class JointMethod(BinaryMethod):
     weighted_criterion: ClassVar[bool] = True
     serves_in_at = True      # A1, A2: the whole method twice (BinaryMethod.predictors)
     all_labels: ClassVar[bool] = False     # the step reads y over all pairs ("labels_all")
+    # the step reads hp["direct_scale"], its DR loss's direct-term factor (BinaryRun.direct_scale
+    # with G = uniform_ratio: N / (G n) in the corrected form, 1 in the code's)
+    dr_direct: ClassVar[bool] = False
 
     def _init(self, run) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -119,6 +125,8 @@ class JointMethod(BinaryMethod):
             criterion = run.criterion(self.predict, weights, live=True)
         else:
             criterion = run.criterion(self.predict)
-        res = run.main(self._stage(run, init), init, run.hp(), consts, criterion,
+        extra = ({"direct_scale": run.direct_scale(int(run.values["uniform_ratio"]))}
+                 if self.dr_direct else {})
+        res = run.main(self._stage(run, init), init, run.hp(**extra), consts, criterion,
                        source_size=self._source_size(run))
         return Trained(res.params, res, {})

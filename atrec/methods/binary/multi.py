@@ -20,7 +20,10 @@ The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (PROTOC
   pairs from all (Multi-IPS draws them only in this form) is added, and ``w`` is detached in
   the IPS and DR terms (the propensity is fitted to ``o`` only);
 - Multi-DR's correction ``sum_O BCE_eps(q_hat, q)`` is not weighted. Corrected: weighted by
-  ``w``. Its reversed order is kept in both forms: those terms are the imputation model's only
+  ``w``, with the direct term ``sum_D`` scaled by ``N / (G n)``
+  (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`), so the DR loss is the textbook
+  DR estimate times ``N / (G n)``, the scale of the code's IPS term (docs/protocols.md,
+  "Corrected DR forms"). Its reversed order is kept in both forms: those terms are the imputation model's only
   training signal (``sum_D`` fits ``q_hat`` to ``q``), and in the normal order the imputation
   model's objective is linear in ``q_hat``'s cross-entropy target, with no minimiser.
 
@@ -118,7 +121,7 @@ def multi_dr_loss(state, b, corrected: bool, out: dict):
         dr = dr_eps(q, b.labels, bm.mf_prob(p, "imp", b.users, b.items), w,
                     bm.mf_prob(p, "pred", b.all_users, b.all_items),
                     bm.mf_prob(p, "imp", b.all_users, b.all_items), weighted=corrected,
-                    reversed_=True)
+                    reversed_=True, direct_scale=hp["direct_scale"])
         out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
         return dr + _observation(p, b, _multi_dr_prop) if corrected else dr
     return loss
@@ -192,7 +195,8 @@ class BinaryMultiDR(BinaryMultiIPS):
     """Multi-DR (``Multi-DR.py``): three MFs trained jointly by the DR loss with reversed
     imputation terms (module doc). Under ``binary-icde24`` the propensity has no observation
     loss and the correction is unweighted, as coded; under ``binary-clean`` (and
-    ``multi-dr-corrected``) both corrected and ``w`` detached."""
+    ``multi-dr-corrected``) both corrected (the textbook DR estimate: the correction weighted,
+    the direct term scaled by ``N / (G n)``) and ``w`` detached."""
 
     name = "multi-dr"
     serves_in_at = True      # its predictor is the MF called pred
@@ -200,6 +204,7 @@ class BinaryMultiDR(BinaryMultiIPS):
     description = "multi-task DR: propensity, prediction and imputation MFs trained jointly"
     reference = SOURCE + "Multi-DR.py"
     reference_forms = "no observation loss on the propensity; unweighted DR correction"
+    dr_direct = True
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO, PROP_LAM, IMP_LAM)
     reference_params = reference_table(
         "multi-dr", {"dim": 8, "lam": 1e-4, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
@@ -226,8 +231,8 @@ class BinaryMultiDR(BinaryMultiIPS):
 
 
 class BinaryMultiDRCorrected(BinaryMultiDR):
-    """Multi-DR with the observation loss and the weighted correction whatever the
-    protocol."""
+    """Multi-DR with the observation loss, the weighted correction and the direct term scaled
+    by ``N / (G n)`` whatever the protocol."""
 
     name = "multi-dr-corrected"
     label = "Multi-DR (corrected)"

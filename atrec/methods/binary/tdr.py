@@ -38,8 +38,11 @@ for a shuffled list: Yahoo in the code, and every ``binary-clean`` split); the D
 arguments. ``corrected`` (the default under ``binary-clean``, and the named variants
 ``tdr-textbook`` and ``tdr-jl-textbook`` under either protocol; ``tdr-coded`` and
 ``tdr-jl-coded`` fix the reference form, as ``dr-coded`` does) indexes
-the weights by the pair itself, weights the correction by ``w`` (in the targeted step too) and
-computes ``e_hat = BCE(q, q_hat)``. Kept in both forms: the squared losses of the targeted
+the weights by the pair itself, weights the correction by ``w`` and scales the direct term
+``sum_D`` by ``N / (G n)`` (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`; both
+in the targeted step too), so its loss is the textbook DR estimate times ``N / (G n)``, the scale of
+the code's IPS term (docs/protocols.md, "Corrected DR forms"), and computes ``e_hat = BCE(q,
+q_hat)``. Kept in both forms: the squared losses of the targeted
 step, the propensity model and its rule. Under ``binary-clean`` the validation criterion is the
 self-normalised cross-entropy weighted by this propensity.
 """
@@ -154,11 +157,13 @@ def _stash(state, alpha, beta):
     state.params["tmle_bb"] = tf.reduce_sum(beta * beta, -1)
 
 
-def dr_loss(b, w, imputed, imputed_all, corrected, shift=None, shift_all=None):
+def dr_loss(b, w, imputed, imputed_all, corrected, shift=None, shift_all=None,
+            direct_scale=1.0):
     """The predictor's DR loss as a function of the parameters: ``[sum_O w e - sum_O cw e_hat +
-    sum_D e_hat] / (G B)`` with ``e = BCE(q, y)``, ``e_hat = BCE(q, imputed)``, ``cw = 1``
-    (``corrected`` 0) or ``w`` (1). With ``shift`` (the targeted step) each term is squared,
-    ``e^2`` and ``(e_hat + shift)^2``."""
+    s sum_D e_hat] / (G B)`` with ``e = BCE(q, y)``, ``e_hat = BCE(q, imputed)``, ``cw = 1``
+    (``corrected`` 0) or ``w`` (1), ``s = direct_scale`` (1 in the code's form, ``N / (G n)`` in
+    the corrected one). With ``shift`` (the targeted step) each term is squared, ``e^2`` and
+    ``(e_hat + shift)^2``."""
     size = tf.cast(tf.shape(b.all_users)[-1], w.dtype)
     cw = 1.0 + corrected * (w - 1.0)
 
@@ -168,7 +173,8 @@ def dr_loss(b, w, imputed, imputed_all, corrected, shift=None, shift_all=None):
         e_all = losses.bce(bm.mf_prob(p, "pred", b.all_users, b.all_items), imputed_all)
         if shift is not None:
             e, e_hat, e_all = tf.square(e), tf.square(e_hat + shift), tf.square(e_all + shift_all)
-        return (tf.reduce_sum(w * e - cw * e_hat, -1) + tf.reduce_sum(e_all, -1)) / size
+        return (tf.reduce_sum(w * e - cw * e_hat, -1)
+                + direct_scale * tf.reduce_sum(e_all, -1)) / size
 
     return loss
 
@@ -187,7 +193,7 @@ def _tdr_step(state, b):
     _stash(state, losses.bce(q, b.labels) - losses.bce(q, y_bar * tf.ones_like(q)), w - 1.0)
     state.minimize("pred", dr_loss(b, w, y_bar * tf.ones_like(q),
                                    y_bar * tf.ones_like(tf.cast(b.all_users, q.dtype)),
-                                   state.hp["corrected"]))
+                                   state.hp["corrected"], direct_scale=state.hp["direct_scale"]))
     return term
 
 
@@ -197,7 +203,8 @@ def _tdr_jl_step(state, b):
     q_hat_all = bm.mf_prob(state.params, "imp", b.all_users, b.all_items)
     q = bm.mf_prob(state.params, "pred", b.users, b.items)
     term = tf.reduce_sum(w * losses.bce(q, b.labels), -1)
-    state.minimize("pred", dr_loss(b, w, q_hat, q_hat_all, state.hp["corrected"]))
+    state.minimize("pred", dr_loss(b, w, q_hat, q_hat_all, state.hp["corrected"],
+                                   direct_scale=state.hp["direct_scale"]))
     q = tf.stop_gradient(bm.mf_prob(state.params, "pred", b.users, b.items))
     e = losses.bce(q, b.labels)
     _stash(state, e - imputed_error(q, q_hat, state.hp["corrected"]), w - 1.0)
@@ -254,7 +261,7 @@ class BinaryTDRJL(BinaryMethod):
         if not self.joint:
             consts["y_bar"] = tf.constant(run.leak_mean())
         gamma, ratio = float(run.values["gamma"]), int(run.values["uniform_ratio"])
-        hp = run.hp(corrected=float(run.corrected))
+        hp = run.hp(corrected=float(run.corrected), direct_scale=run.direct_scale(ratio))
         groups = {"pred": PRED, **({"imp": IMP} if self.joint else {})}
         stage = Stage(self.name, _tdr_jl_step if self.joint else _tdr_step, groups,
                       int(run.values["batch_size"]), extra=ratio)
@@ -286,7 +293,8 @@ class BinaryTDRJL(BinaryMethod):
         tf_hp = {k: tf.constant(v, tf.float32) for k, v in hp.items()}
         state = StepState(params, res.extras["opt"], groups, tf_hp, c)
         state.minimize("pred", dr_loss(b, w, imputed, imputed_all, tf_hp["corrected"],
-                                       eps * (w - 1.0), eps * (w_all - 1.0)))
+                                       eps * (w - 1.0), eps * (w_all - 1.0),
+                                       tf_hp["direct_scale"]))
         return state.params
 
 
@@ -321,7 +329,7 @@ class BinaryTDR(BinaryTDRJL):
         return ReferenceRule(run.replicas)
 
 
-_TEXTBOOK = ("textbook", "corrected", "with the textbook DR correction and aligned weights")
+_TEXTBOOK = ("textbook", "corrected", "as the textbook DR estimate, with aligned weights")
 _CODED = ("coded", "reference", "as the ICDE 2024 code computes it")
 BinaryTDRTextbook = _variant(BinaryTDR, *_TEXTBOOK)
 BinaryTDRJLTextbook = _variant(BinaryTDRJL, *_TEXTBOOK)
