@@ -99,6 +99,7 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
                 protocol.train_settings(method, request.loss, request.batch_seed), at_settings,
                 method=method, protocol=protocol.name,
                 params_budget=params_budget(source, dataset, config_key(propensity, with_at,
-                                                                        method), sets))
+                                                                        method), sets,
+                                            protocol.name))
             plans.append(plan_config(data, spec, root, force=request.force))
         yield data, plans

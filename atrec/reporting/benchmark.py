@@ -62,7 +62,7 @@ from atrec.reporting.common import (
     train_hint,
 )
 from atrec.reporting.report import no_results_error
-from atrec.results.params import PUBLISHED, TUNED, params_budget, tuned_params_path
+from atrec.results.params import PUBLISHED, params_budget
 from atrec.results.records import iter_records, record_label
 
 BASELINE = DEFAULT_METHOD          # the tests' baseline under the 1-5 star protocols
@@ -153,11 +153,9 @@ def row_sources(bench: Benchmark, dataset: str, method: str, propensity: str,
             budgets.append("-")
             continue
         source = cell.params
-        if bench.protocol is not None and source.split("+")[0] == TUNED:
-            source = f"file:{tuned_params_path(bench.protocol)}"   # the protocol's own file
         budgets.append(bench.budgets.get((dataset, method, propensity, at, cell.params))
                        or params_budget(source, dataset, config_key(propensity, at, method),
-                                        tables))
+                                        tables, bench.protocol))
     return tuple(" / ".join(dict.fromkeys(v)) if len(set(v)) == 1 else " / ".join(v)
                  for v in (sets, budgets))
 

@@ -319,6 +319,18 @@ def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
                      f"--dataset {dataset}' (its values then come from {TUNED})")
 
 
+def _budget_table(name: str, protocol: str) -> tuple[dict, str]:
+    """The table behind ``name`` under another protocol than the default: its shipped
+    ``tuned-atrec`` file, or a tuned parameter file (the protocol's own, or one named)."""
+    if name == TUNED_ATREC:
+        ref = resources.files("atrec") / "resources" / protocol_shipped_file(protocol)
+        return yaml.safe_load(ref.read_text()) or {}, name
+    path = Path(name)
+    if not path.is_file():
+        raise AtrecError(f"no parameter file at {path}")
+    return _read_yaml(path, "parameter") or {}, name
+
+
 def protocol_shipped_file(protocol: str) -> str:
     """The file in ``atrec/resources`` of a protocol's shipped ``tuned-atrec`` values."""
     return f"{protocol.replace('-', '_')}_tuned_params.yaml"
@@ -351,26 +363,31 @@ def _protocol_params(source: str, dataset: str, key: str, method: str,
 AUTHORS_BUDGET = "authors"   # the budget shown for values as their authors published them
 
 
-def params_budget(source: str, dataset: str, key: str, tables: dict | None = None) -> str:
+def params_budget(source: str, dataset: str, key: str, tables: dict | None = None,
+                  protocol: str | None = None) -> str:
     """How the values of one configuration were made, for tables: ``authors`` for the
     ``published`` and ``reference`` sets, ``<n> trials`` (per study) for a tuned set or file
     whose entry records its trials, ``-`` when unknown. ``source``: a set name, a provenance
-    label (``tuned:PATH``, ``file:PATH``) or a record's label; ``tables`` caches loaded sets."""
+    label (``tuned:PATH``, ``file:PATH``) or a record's label; ``protocol``: whose
+    ``tuned-atrec`` and ``tuned`` files are meant (default: ``saito2020``'s); ``tables``
+    caches loaded sets."""
     name = str(source).split("+")[0]
     if name in (PUBLISHED, REFERENCE):
         return AUTHORS_BUDGET
+    other = protocol not in (None, DEFAULT_PROTOCOL)
     if name.startswith("file:"):
         name = name[len("file:"):]
     elif name.startswith("tuned:") or name == TUNED:
-        name = TUNED
+        name = str(tuned_params_path(protocol)) if other else TUNED
     elif name != TUNED_ATREC:
         return "-"
     cache = {} if tables is None else tables
-    if name not in cache:
+    slot = (protocol, name) if other else name
+    if slot not in cache:
         try:
-            cache[name] = load_param_table(name)
+            cache[slot] = _budget_table(name, protocol) if other else load_param_table(name)
         except AtrecError:
-            cache[name] = ({}, name)
-    entry = (cache[name][0].get(dataset) or {}).get(key)
+            cache[slot] = ({}, name)
+    entry = (cache[slot][0].get(dataset) or {}).get(key)
     trials = entry.get("trials") if isinstance(entry, dict) else None
     return f"{trials} trials" if isinstance(trials, int) else "-"

@@ -104,3 +104,23 @@ def test_a_selection_names_every_gap_at_once_with_the_commands_that_fill_exactly
                        methods=["cause"])
     with pytest.raises(AtrecError, match=r"^no parameters for yahoo/cause/none-at in "):
         list(plan_request(one))
+
+
+def test_the_budget_of_another_protocols_values_comes_from_its_own_files(results):
+    """Under binary-clean, 'tuned-atrec' is that protocol's shipped file and 'tuned' its own
+    tuned file, not saito2020's (whose entries have other keys and budgets)."""
+    from importlib import resources
+
+    shipped = yaml.safe_load((resources.files("atrec") / "resources"
+                              / "binary_clean_tuned_params.yaml").read_text())["coat"]
+    key = next(iter(shipped))
+    assert params_budget("tuned-atrec", "coat", key, protocol="binary-clean") == (
+        f"{shipped[key]['trials']} trials")
+    assert params_budget("tuned-atrec", "coat", key) == "-"      # not a saito2020 key
+    own = results / "protocols" / "binary-clean" / "tuned_params.yaml"
+    own.parent.mkdir(parents=True)
+    own.write_text(yaml.safe_dump({"coat": {"mf/none": {"dim": 4, "trials": 9}}}))
+    assert params_budget("tuned", "coat", "mf/none", protocol="binary-clean") == "9 trials"
+    assert params_budget(f"tuned:{own}", "coat", "mf/none", protocol="binary-clean") == (
+        "9 trials")
+    assert params_budget("reference", "coat", "mf/none", protocol="binary-clean") == "authors"
