@@ -63,13 +63,16 @@ def test_the_start_is_the_first_set_of_the_chain_with_values(method):
     assert chain_start("coat", "none", False, method, None) is None
 
 
-def test_mf_ips_starts_from_the_published_values_and_a_new_config_from_nothing():
+def test_mf_ips_starts_from_the_published_values_and_a_new_config_from_nothing(tmp_path):
     published = load_param_table("published")[0]["coat"]["item-at"]
     assert chain_start("coat", "item", True) == (published, "published")
     assert chain_start("yahoo", "coat-shipped", True, "dr-jl") is None
     # a with-AT study whose only values are without AT starts from those (epsilon sampled)
-    values, label = chain_start("coat", "coat-shipped", True, "dr-jl", "tuned-atrec")
-    assert label == "tuned-atrec" and "epsilon" not in values
+    only = {"dim": 10, "lam": 0.001, "lam_imp": 0.01}
+    path = tmp_path / "without_at.yaml"
+    path.write_text(yaml.safe_dump({"coat": {"dr-jl/coat-shipped": only}}))
+    values, label = chain_start("coat", "coat-shipped", True, "dr-jl", str(path))
+    assert label.startswith("file:") and values == only and "epsilon" not in values
 
 
 def test_tune_config_starts_from_the_chain_and_exports_its_value(tmp_path, monkeypatch):
