@@ -15,9 +15,10 @@ the negative log-likelihood over all ``num_users x num_items`` cells (a sum, not
 * :func:`fit_onebit_mc`: 1-bit matrix completion (Davenport et al. 2014; used for missingness
   by Ma and Chen, NeurIPS 2019): ``min F(Z)`` subject to ``|Z|_* <= radius`` (nuclear norm).
   Monotone accelerated projected gradient (MFISTA) with the step ``1 / L = 4`` (the gradient
-  ``sigmoid(Z) - Y`` is ``1/4``-Lipschitz) and adaptive restart; ``F`` never increases. The projection onto the nuclear-norm ball
-  soft-thresholds the singular values so that they sum to ``radius`` (the l1-ball projection
-  of Duchi et al. 2008 applied to the spectrum; :mod:`atrec.propensity.spectrum`). Its
+  ``sigmoid(Z) - Y`` is ``1/4``-Lipschitz) and adaptive restart; ``F`` never increases. The
+  projection onto the nuclear-norm ball soft-thresholds the singular values so that they sum
+  to ``radius`` (the l1-ball projection of Duchi et al. 2008 applied to the spectrum;
+  :mod:`atrec.propensity.spectrum`). Its
   singular pairs come exactly from ``eigh`` of the smaller Gram matrix below
   :data:`~atrec.propensity.spectrum.KRYLOV_MIN_SIZE` rows of that matrix (Coat); from there
   (ML-100K) the leading pairs come from block Krylov iteration on the matrix itself,
@@ -221,10 +222,10 @@ def fit_onebit_mc(y: np.ndarray, radius: float, tol: float = 1e-5, max_iter: int
     never increases. The momentum restarts (``t = 1``) when ``c`` did not lower ``F`` or when
     the step turns against the last move (``<x' - c, c - x_prev> > 0``, the gradient scheme of
     O'Donoghue and Candes 2015): the fit is well conditioned away from the constraint, where
-    plain acceleration overshoots, and restarting reaches the same gap in fewer than half the
-    iterations on ML-100K (73 to 31; benchmarks/bench_onebit.py). It stops at the first iteration whose duality gap is at most
-    ``tol * F(x)`` (the gap is computed when ``F`` moved by less than ``tol * F``, and every
-    25 iterations), or after ``max_iter``. Starts from the constant
+    plain acceleration overshoots, and restarting reaches the same gap in less than half the
+    iterations (docs/baselines.md, "1bit-mc fit time"). It stops at the first iteration whose
+    duality gap is at most ``tol * F(x)`` (the gap is computed when ``F`` moved by less than
+    ``tol * F``, and every 25 iterations), or after ``max_iter``. Starts from the constant
     ``Z = logit(mean y)`` projected onto the ball; deterministic.
     """
     from scipy.special import expit  # SciPy: loaded by a 1-bit fit only, not by 'import atrec'

@@ -195,8 +195,8 @@ class _BinaryDRBase(BinaryMethod):
                       int(run.values["batch_size"]), extra=UNIFORM_RATIO)
         weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
         rule = None if self.stop == 5 else ReferenceRule(run.replicas, stop=self.stop)
-        res = run.main(stage, {**init, **extra_init}, run.hp(direct_scale=run.direct_scale(UNIFORM_RATIO)),
-                       {**prop, **consts},
+        hp = run.hp(direct_scale=run.direct_scale(UNIFORM_RATIO))
+        res = run.main(stage, {**init, **extra_init}, hp, {**prop, **consts},
                        run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights),
                        rule=rule)
         return Trained(predictor_tables(res.params), res, {"propensity": pre})

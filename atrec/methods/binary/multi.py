@@ -23,8 +23,8 @@ The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (PROTOC
   ``w``, with the direct term ``sum_D`` scaled by ``N / (G n)``
   (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`), so the DR loss is the textbook
   DR estimate times ``N / (G n)``, the scale of the code's IPS term (docs/protocols.md,
-  "Corrected DR forms"). Its reversed order is kept in both forms: those terms are the imputation model's only
-  training signal (``sum_D`` fits ``q_hat`` to ``q``), and in the normal order the imputation
+  "Corrected DR forms"). Its reversed order is kept in both forms: those terms are the
+  imputation model's only training signal (``sum_D`` fits ``q_hat`` to ``q``), and in the normal order the imputation
   model's objective is linear in ``q_hat``'s cross-entropy target, with no minimiser.
 
 Under ``binary-clean`` the validation criterion is the self-normalised cross-entropy weighted
