@@ -117,8 +117,9 @@ def _read_yaml(path: Path, what: str) -> dict:
     return doc
 
 
-def load_param_table(source: str) -> tuple[dict, str]:
-    """Load a parameter table from a named set or a file path.
+def load_param_table(source: str, protocol: str | None = None) -> tuple[dict, str]:
+    """Load a parameter table from a named set or a file path (a file's keys checked against
+    ``protocol``'s methods: a binary protocol's are its own).
 
     ``published``: the paper's authors' values for MF-IPS (``atrec/resources``);
     ``tuned-atrec``: the baselines' values tuned by atrec's protocol, shipped with the command
@@ -143,7 +144,8 @@ def load_param_table(source: str) -> tuple[dict, str]:
             )
         return read_tuned_file(path), f"tuned:{path}"
     path = Path(source)
-    return check_table(_read_yaml(path, "parameter"), str(path)), f"file:{path.resolve()}"
+    return (check_table(_read_yaml(path, "parameter"), str(path), protocol=protocol),
+            f"file:{path.resolve()}")
 
 
 def read_tuned_file(path: Path, protocol: str | None = None) -> dict:
@@ -297,8 +299,8 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
                              f"'{tune_command_for(dataset, propensity, with_at, method)}' and "
                              f"use --params tuned")
     else:
-        table, label = load_param_table(source)
-    return lookup(table, dataset, key, label, method), label
+        table, label = load_param_table(source, protocol)
+    return lookup(table, dataset, key, label, method, protocol), label
 
 
 def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
@@ -308,7 +310,7 @@ def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
     for source in sets:
         try:
             if Path(source).is_file():
-                table, label = load_param_table(source)
+                table, label = load_param_table(source, protocol)
                 return lookup(table, dataset, key, label, method, protocol), label
             return _protocol_params(source, dataset, key, method, protocol)
         except AtrecError as exc:

@@ -52,6 +52,24 @@ def test_a_binary_protocols_tuned_file_is_checked_against_its_own_methods(tmp_pa
         read_tuned_file(path, "binary-clean")
 
 
+def test_a_users_parameter_file_is_read_with_the_binary_protocols_methods(tmp_path):
+    """'--params FILE' under a binary protocol: the file's binary method is found and its
+    values validated by the binary class, alone and in a chain; under saito2020 it is not."""
+    from atrec.results.params import get_params
+
+    path = tmp_path / "mine.yaml"
+    path.write_text("coat:\n  mf/none: {dim: 6, lam: 0.001, lr: 0.02, batch_size: 256}\n")
+    for source in (str(path), f"{path},reference"):
+        params, label = get_params(source, "coat", "none", False, "mf", "binary-icde24")
+        assert (params.dim, dict(params.extra)["lr"]) == (6, 0.02)
+        assert label == f"file:{path.resolve()}"
+    with pytest.raises(AtrecError, match="unknown configuration 'mf/none'"):
+        get_params(str(path), "coat", "none", False, "mf-ips")
+    path.write_text("coat:\n  mf/none: {dim: 6, lam: 0.001, lr: 0.02, batch: 256}\n")
+    with pytest.raises(AtrecError, match="unknown hyperparameter 'batch'"):
+        get_params(str(path), "coat", "none", False, "mf", "binary-clean")
+
+
 def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     from atrec.protocols import get_protocol
     from atrec.results.params import get_params
