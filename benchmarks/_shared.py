@@ -59,6 +59,23 @@ def install_yahoo_size() -> None:
                                     checksums={"synthetic": "YAHOO_SIZE, seed 0"}))
 
 
+def run_on_yahoo_size(folder: str | None, prefix: str, commands: list[list[str]]) -> int:
+    """Install :func:`yahoo_size_data` as the ``yahoo`` store of ``<folder>/data`` (default: a
+    new temporary folder named ``prefix``...), then run each atrec command with its results in
+    ``<folder>/results``, printed before it runs; the first non-zero exit code stops."""
+    where = Path(folder) if folder else Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["ATREC_DATA_DIR"] = str(where / "data")
+    os.environ["ATREC_RESULTS_DIR"] = str(where / "results")
+    print(f"data and results in {where}", flush=True)
+    install_yahoo_size()
+    for command in commands:
+        print("$ atrec " + " ".join(command), flush=True)
+        code = subprocess.call([sys.executable, "-m", "atrec", *command])
+        if code:
+            return code
+    return 0
+
+
 def install_datasets(folder: Path, names: list[str]) -> None:
     """A data folder for a whole-command benchmark: ``folder`` becomes ``ATREC_DATA_DIR``, the
     shared copies of ``names`` are installed and preprocessed, and :func:`install_yahoo_size`

@@ -10,8 +10,14 @@ A case ``<data>:<method>`` times the whole command
 in a fresh process with an empty results folder (so nothing is reused): start-up, data loading,
 tracing and compilation included. Data: ``coat`` (the shared copy) and ``yahoo-size`` (the
 Yahoo-size synthetic data of ``atrec.data.synthetic.YAHOO_SIZE`` installed as the ``yahoo``
-store, trained with Yahoo's reference values). Methods: MF, IPS (``mf-ips``) and DR-JL
-(``dr-jl``) where the binary registry has it.
+store, trained with Yahoo's reference values). Methods: on Coat, every binary method but the
+named variants (``-coded``, ``-textbook``, ``-corrected``: the same code path with another
+weighting); at Yahoo's size, where one case takes minutes, MF, IPS (``mf-ips``) and DR-JL
+(``dr-jl``) by default, any other as a case given on the command line.
+
+For a method other than MF the case then times MF the same way at the method's embedding size
+(MF's reference values with ``dim`` replaced, from a parameter file), and prints ``x MF``, the
+method's CPU over that MF's: issue 34 asks each method to stay within 3x of MF.
 
 Beside each Coat figure: the reference code's cost for 20 runs, from the CPU time per run of its
 scripts on Coat that issue 33 ("Speed") gives, about 6 s for ``MF.py`` and 9 s for DR-JL's;
@@ -39,7 +45,8 @@ from _shared import (  # noqa: E402
 )
 
 SEEDS = 20
-METHODS = ("mf", "mf-ips", "dr-jl")
+YAHOO_METHODS = ("mf", "mf-ips", "dr-jl")
+VARIANT_SUFFIXES = ("-coded", "-textbook", "-corrected")
 DATA = {"coat": "coat", "yahoo-size": "yahoo"}   # case name -> the --dataset it trains
 # the reference scripts' CPU seconds per run on Coat (issue 33, "Speed")
 REFERENCE_CPU_PER_RUN = {"mf": 6.0, "dr-jl": 9.0}
@@ -48,8 +55,36 @@ REFERENCE_CPU_PER_RUN = {"mf": 6.0, "dr-jl": 9.0}
 def _cases() -> list[str]:
     from atrec.methods.registry import registry_for
 
-    have = set(registry_for("binary-icde24").names())
-    return [f"{d}:{m}" for d in DATA for m in METHODS if m in have]
+    names = [m for m in registry_for("binary-icde24").names()
+             if not m.endswith(VARIANT_SUFFIXES)]
+    return ([f"coat:{m}" for m in names]
+            + [f"yahoo-size:{m}" for m in YAHOO_METHODS if m in names])
+
+
+def _mf_at_dim(folder: Path, dataset: str, method: str) -> tuple[Path, int] | None:
+    """A parameter file holding MF's reference values on ``dataset`` with the embedding size
+    of ``method``'s (``None`` for MF itself), and that size."""
+    import yaml
+
+    from atrec.names import NO_PROPENSITY
+    from atrec.results.params import REFERENCE, get_params
+
+    if method == "mf":
+        return None
+    dim = get_params(REFERENCE, dataset, NO_PROPENSITY, False, method, "binary-icde24",
+                     {})[0].dim
+    mf = get_params(REFERENCE, dataset, NO_PROPENSITY, False, "mf", "binary-icde24", {})[0]
+    values = {"dim": dim, "lam": mf.lam, **dict(mf.extra)}
+    path = folder / "mf-at-dim.yaml"
+    path.write_text(yaml.safe_dump({dataset: {f"mf/{NO_PROPENSITY}": values}}))
+    return path, dim
+
+
+def _train(dataset: str, method: str, params: str, results: Path):
+    argv = [sys.executable, "-m", "atrec", "train", "--protocol", "binary-icde24",
+            "--params", params, "--method", method, "--dataset", dataset,
+            "--seeds", str(SEEDS), "--quiet"]
+    return run_child(argv, dict(os.environ, ATREC_RESULTS_DIR=str(results)))
 
 
 def _install(folder: Path, data: str) -> None:
@@ -71,19 +106,20 @@ def run_case(case: str) -> None:
         sys.exit(f"unknown case '{case}': give <data>:<method>, data one of {', '.join(DATA)}")
     with scratch_folders("atrec-bench-binary") as new:
         _install(new("data"), data)
-        env = dict(os.environ, ATREC_RESULTS_DIR=str(new("results")))
-        argv = [sys.executable, "-m", "atrec", "train", "--protocol", "binary-icde24",
-                "--params", "reference", "--method", method, "--dataset", DATA[data],
-                "--seeds", str(SEEDS), "--quiet"]
-        run = run_child(argv, env)
+        run = _train(DATA[data], method, "reference", new("results"))
+        mf = _mf_at_dim(new("params"), DATA[data], method)
+        mf_run = _train(DATA[data], "mf", str(mf[0]), new("results")) if mf else None
     line = (f"{case:22s} wall {run.wall:7.1f} s  cpu {run.cpu_s:7.1f} s  "
             f"({run.cpu_s / SEEDS:5.2f} s CPU per seed)  peak {run.peak_mb:6.0f} MB")
     ref = REFERENCE_CPU_PER_RUN.get(method) if data == "coat" else None
     if ref is not None:
         line += (f"  | reference code: ~{ref * SEEDS:.0f} s CPU for {SEEDS} runs, "
                  f"{ref * SEEDS / run.cpu_s:.1f}x faster")
-    if run.code:
-        line += f"  (exit {run.code})"
+    if mf_run is not None:
+        line += (f"  | MF at dim {mf[1]}: {mf_run.cpu_s:.1f} s CPU, "
+                 f"{run.cpu_s / mf_run.cpu_s:.1f}x MF")
+    if run.code or (mf_run is not None and mf_run.code):
+        line += f"  (exit {run.code}{f', MF {mf_run.code}' if mf_run else ''})"
     print(line, flush=True)
 
 

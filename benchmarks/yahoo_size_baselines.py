@@ -22,16 +22,14 @@ The tuned values are for the synthetic data and stay in FOLDER's results; they a
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _shared import install_yahoo_size  # noqa: E402
+from _shared import run_on_yahoo_size  # noqa: E402
 
 # the baselines and MF-IPS at the item propensity, and plain MF (MF-IPS, uniform), against
 # which the report tests CausE and DAMF, which use no propensity
@@ -45,17 +43,7 @@ COMMANDS = ([["tune", *sel, *BOTH, "--trials", "25"] for sel in SELECTIONS]
 
 
 def main(argv: list[str]) -> int:
-    folder = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="atrec-yahoo-size-"))
-    os.environ["ATREC_DATA_DIR"] = str(folder / "data")
-    os.environ["ATREC_RESULTS_DIR"] = str(folder / "results")
-    print(f"data and results in {folder}", flush=True)
-    install_yahoo_size()
-    for command in COMMANDS:
-        print("$ atrec " + " ".join(command), flush=True)
-        code = subprocess.call([sys.executable, "-m", "atrec", *command])
-        if code:
-            return code
-    return 0
+    return run_on_yahoo_size(argv[0] if argv else None, "atrec-yahoo-size-", COMMANDS)
 
 
 if __name__ == "__main__":
