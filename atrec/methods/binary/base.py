@@ -27,6 +27,7 @@ from atrec.learners import losses
 from atrec.learners.epochs import Patience, ReferenceRule, Stage, StageResult, run_stage
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter, Method, MethodResult
 from atrec.runtime import tf
+from atrec.runtime.threads import one_thread_per_op
 
 VIEW = "binary"
 
@@ -69,6 +70,7 @@ class BinaryRun:
     settings (``settings.forms``: ``reference`` or ``corrected``)."""
 
     def __init__(self, problem: FitProblem, params: dict, settings, leaks: bool) -> None:
+        one_thread_per_op()   # before the first op, where it can (atrec.runtime.threads)
         self.problem, self.values, self.settings = problem, dict(params), settings
         self.seeds = list(problem.seeds)
         self.replicas = len(self.seeds)
