@@ -20,6 +20,7 @@ from atrec.reporting.benchmark import (
     AT_OPTIONS,
     BASELINE,
     MCAR_MARK,
+    SECOND_BINARY_BASELINE,
     Benchmark,
     label_of,
     load_benchmark,
@@ -93,11 +94,13 @@ def _p_text(value: float) -> str:
     return "-" if not math.isfinite(value) else f"{value:.3g}"
 
 
-def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both") -> list[dict]:
-    """The paired-test table in a text format: one row per comparison, in table order."""
+def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both",
+                second: bool = False) -> list[dict]:
+    """The paired-test table in a text format: one row per comparison, in table order (with
+    ``second``, the tests against :data:`SECOND_BINARY_BASELINE`)."""
     rows = []
-    base = label_of(bench, bench.baseline)
-    for t in bench.tests:
+    base = label_of(bench, SECOND_BINARY_BASELINE if second else bench.baseline)
+    for t in (bench.second_tests if second else bench.tests):
         info = bench.info(t.method)
         prop = "---" if fmt == "latex" else "—"
         if t.propensity != NO_PROPENSITY:
@@ -135,22 +138,30 @@ def benchmark_json(bench: Benchmark) -> dict:
         rows.append({"dataset": dataset, "method": method, "propensity": propensity,
                      "uses_mcar": bench.uses_mcar(method, propensity), "params": params,
                      "budget": budget, "cells": cells})
-    tests = [{"dataset": t.dataset, "method": t.method, "propensity": t.propensity,
-              "baseline": bench.baseline, "baseline_propensity": t.baseline_propensity,
-              "with_at": t.with_at, "metric": t.metric, "n": t.n,
-              "mean_method": t.mean_method, "mean_baseline": t.mean_baseline,
-              "mean_diff": t.mean_diff, "method_better": t.method_better,
-              "t": {"statistic": t.t_stat, "p": t.t_p, "p_holm": t.t_p_holm,
-                    "significant": t.t_significant},
-              "wilcoxon": {"statistic": t.w_stat, "p": t.w_p, "p_holm": t.w_p_holm,
-                           "significant": t.w_significant},
-              "dropped_seeds": list(t.dropped)} for t in bench.tests]
+    tests = [_test_json(t, bench.baseline) for t in bench.tests]
     methods = [{"name": m.name, "label": m.label, "uses_propensity": m.uses_propensity,
                 "uses_mcar": m.uses_mcar, "registered": m.registered} for m in bench.methods]
-    return json_safe({"table": "benchmark", "protocol": bench.protocol, "params": bench.params,
-                      "datasets": list(bench.datasets), "baseline": bench.baseline,
-                      "metrics": list(bench.metrics), "methods": methods, "rows": rows,
-                      "tests": tests})
+    out = {"table": "benchmark", "protocol": bench.protocol, "params": bench.params,
+           "datasets": list(bench.datasets), "baseline": bench.baseline,
+           "metrics": list(bench.metrics), "methods": methods, "rows": rows, "tests": tests}
+    if bench.second_tests:
+        out["second_baseline"] = SECOND_BINARY_BASELINE
+        out["second_tests"] = [_test_json(t, SECOND_BINARY_BASELINE) for t in bench.second_tests]
+    return json_safe(out)
+
+
+def _test_json(t, baseline: str) -> dict:
+    """One paired test as JSON data."""
+    return {"dataset": t.dataset, "method": t.method, "propensity": t.propensity,
+            "baseline": baseline, "baseline_propensity": t.baseline_propensity,
+            "with_at": t.with_at, "metric": t.metric, "n": t.n,
+            "mean_method": t.mean_method, "mean_baseline": t.mean_baseline,
+            "mean_diff": t.mean_diff, "method_better": t.method_better,
+            "t": {"statistic": t.t_stat, "p": t.t_p, "p_holm": t.t_p_holm,
+                  "significant": t.t_significant},
+            "wilcoxon": {"statistic": t.w_stat, "p": t.w_p, "p_holm": t.w_p_holm,
+                         "significant": t.w_significant},
+            "dropped_seeds": list(t.dropped)}
 
 
 def _directions(metrics) -> str:
@@ -221,4 +232,10 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
                  + (render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False)
                     if sig
                     else "(nothing to show)"))
+    if bench.second_tests:
+        sig = paired_rows(bench, fmt, ndcg, second=True)
+        title = (f"Paired tests vs {label_of(bench, SECOND_BINARY_BASELINE)} "
+                 f"(* = p < 0.05 after Holm over this table)")
+        parts.append(f"{heading(title, fmt)}\n"
+                     + render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False))
     return ReportOutput("\n\n".join(parts), (), bench.notices)

@@ -179,6 +179,29 @@ def test_binary_benchmark_tests_against_mf_and_marks_mcar(results):
     assert {t["method"] for t in doc["tests"]} == {"mf-ips", "mf-snips", "fake-leak"}
 
 
+def test_binary_benchmark_tests_against_ips_as_a_family_of_its_own(results):
+    root = get_protocol(ICDE).results_root(results)
+    out = benchmark_report(root, ["coat"], "reference", fmt="table", expected_seeds=5,
+                           protocol=ICDE).text
+    assert "Paired tests vs IPS (* = p < 0.05 after Holm over this table)" in out
+    doc = json.loads(benchmark_report(root, ["coat"], "reference", fmt="json",
+                                      expected_seeds=5, protocol=ICDE).text)
+    second = doc["second_tests"]
+    assert doc["second_baseline"] == "mf-ips"
+    assert {t["method"] for t in second} == {"mf-snips", "fake-leak"}   # neither MF nor IPS
+    assert {t["baseline"] for t in second} == {"mf-ips"}
+    # fake-leak's nDCG@5 against IPS: p from scipy on the hand-made values, Holm within this
+    # family only (its size is its own, not the MF family's)
+    test = next(t for t in second if (t["method"], t["metric"]) == ("fake-leak", "ndcg5_ref"))
+    raw = stats.ttest_rel(_auc_ndcg(ICDE, "fake-leak")[1], _auc_ndcg(ICDE, "mf-ips")[1]).pvalue
+    assert test["t"]["p"] == pytest.approx(raw)
+    assert test["mean_diff"] == pytest.approx(-0.02)
+    family = sorted(t["t"]["p"] for t in second)
+    rank = family.index(test["t"]["p"])
+    assert test["t"]["p_holm"] == pytest.approx(min(1.0, max(
+        (len(family) - i) * family[i] for i in range(rank + 1))))
+
+
 def test_reproduce_writes_the_gap_report(results):
     path, figures, notices = write_gap_report(["yahoo", "coat"], seeds=5, root=results)
     text = path.read_text()
