@@ -262,7 +262,9 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
                                     baseline=SECOND_BINARY_BASELINE, pair=lambda p: p))
     budgets = {}
     for r in records:
-        if isinstance(r, dict) and record_label(r) in labels and r.get("params_budget"):
+        # a record made before budgets were known per protocol may say "-": read the file then
+        if (isinstance(r, dict) and record_label(r) in labels
+                and r.get("params_budget") not in (None, "", "-")):
             budgets.setdefault((r["dataset"], base_method(r), str(r.get("propensity")),
                                 bool(r.get("with_at")), record_label(r)), r["params_budget"])
     bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), (),
