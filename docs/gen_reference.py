@@ -27,6 +27,7 @@ import yaml
 
 from atrec.methods.base import EPSILON, Method
 from atrec.methods.registry import METHODS
+from atrec.names import DEFAULT_METHOD
 from atrec.propensity.registry import PROPENSITIES
 from atrec.registry import BUILT_IN
 from atrec.results.params import ENTRY_METADATA
@@ -36,6 +37,7 @@ MEASURED_CSV = HERE / "data" / "coat_measured.csv"
 MEASURED_MARK = "<!-- atrec:measured -->"
 TABLE1_MARK = "<!-- atrec:table1 -->"
 SHIPPED_MARK = "<!-- atrec:tuned-atrec -->"
+BINARY_SHIPPED_MARK = "<!-- atrec:binary-clean-tuned -->"
 NAV_TITLE = "Methods and propensities"
 METHOD_DIR = "reference/methods"
 PROPENSITY_DIR = "reference/propensities"
@@ -403,6 +405,28 @@ def shipped_markdown() -> str:
                    "dim", "lam", "epsilon", "own"], rows)
 
 
+BINARY_FIXED = ("trials", "best_value", "reference_value", "dim", "lam", "lr", "batch_size")
+
+
+def binary_shipped_markdown() -> str:
+    """Every ``tuned-atrec`` entry of ``binary-clean`` on Coat
+    (``atrec/resources/binary_clean_tuned_params.yaml``): budget, the study's best validation
+    criterion, its first trial's (at the reference values), the common values and a method's
+    own hyperparameters in the last column."""
+    rows = []
+    shipped = _resource_yaml("binary_clean_tuned_params.yaml").get("coat", {})
+    named = {(key.rpartition("/")[0] or DEFAULT_METHOD): e for key, e in shipped.items()}
+    for method, entry in sorted(named.items()):
+        own = ", ".join(f"{k} {_g(v)}" for k, v in entry.items() if k not in BINARY_FIXED)
+        first = entry.get("reference_value")
+        rows.append([f"`{method}`", entry.get("trials", "-"),
+                     f"{entry['best_value']:.4f}", "-" if first is None else f"{first:.4f}",
+                     entry["dim"], _g(entry["lam"]), _g(entry["lr"]), entry["batch_size"],
+                     own or "-"])
+    return _table(["method", "trials", "best validation criterion", "first trial's",
+                   "dim", "lam", "lr", "batch size", "own"], rows)
+
+
 # ---------------------------------------------------------------------------- MkDocs hooks
 
 def on_config(config):
@@ -440,12 +464,14 @@ def on_page_content(html, page, config, files):
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Replace :data:`MEASURED_MARK`, :data:`TABLE1_MARK` and :data:`SHIPPED_MARK` by their
-    tables."""
+    """Replace :data:`MEASURED_MARK`, :data:`TABLE1_MARK`, :data:`SHIPPED_MARK` and
+    :data:`BINARY_SHIPPED_MARK` by their tables."""
     if MEASURED_MARK in markdown:
         markdown = markdown.replace(MEASURED_MARK, measured_markdown())
     if TABLE1_MARK in markdown:
         markdown = markdown.replace(TABLE1_MARK, table1_markdown())
     if SHIPPED_MARK in markdown:
         markdown = markdown.replace(SHIPPED_MARK, shipped_markdown())
+    if BINARY_SHIPPED_MARK in markdown:
+        markdown = markdown.replace(BINARY_SHIPPED_MARK, binary_shipped_markdown())
     return markdown

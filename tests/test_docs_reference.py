@@ -156,3 +156,16 @@ def test_the_shipped_tuned_atrec_table_has_every_entry_of_the_file(gen):
     page = (ROOT / "docs" / "baselines.md").read_text("utf-8")
     assert gen.SHIPPED_MARK in page
     assert gen.on_page_markdown(page, None, None, None).count("\n| `") == len(shipped)
+
+
+def test_the_binary_clean_table_has_every_shipped_entry(gen):
+    path = ROOT / "atrec" / "resources" / "binary_clean_tuned_params.yaml"
+    shipped = yaml.safe_load(path.read_text("utf-8"))["coat"]
+    table = gen.binary_shipped_markdown().splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| `") for row in table] == \
+        sorted(k.rpartition("/")[0] or "mf-ips" for k in shipped)   # MF-IPS's key: none
+    row = next(r for r in table if r.startswith("| `mf` |"))
+    assert f"| {shipped['mf/none']['best_value']:.4f} |" in row
+    page = (ROOT / "docs" / "protocols.md").read_text("utf-8")
+    assert gen.BINARY_SHIPPED_MARK in page
+    assert gen.on_page_markdown(page, None, None, None).count("\n| `") >= len(shipped)
