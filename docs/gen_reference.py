@@ -421,7 +421,7 @@ def binary_shipped_markdown() -> str:
         first = entry.get("reference_value")
         rows.append([f"`{method}`", entry.get("trials", "-"),
                      f"{entry['best_value']:.4f}", "-" if first is None else f"{first:.4f}",
-                     entry["dim"], _g(entry["lam"]), _g(entry["lr"]), entry["batch_size"],
+                     entry["dim"], _g(entry["lam"]), _g(entry["lr"]), entry.get("batch_size", "-"),
                      own or "-"])
     return _table(["method", "trials", "best validation criterion", "first trial's",
                    "dim", "lam", "lr", "batch size", "own"], rows)

@@ -78,8 +78,9 @@ def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     assert chain.startswith("tuned-atrec,reference")
     _, label = get_params(chain, "coat", "none", False, "mf-ips", "binary-clean")
     assert label == "tuned-atrec"
-    values, label = get_params(chain, "coat", "none", False, "dt-ips", "binary-clean")
-    assert label == "reference" and values.dim == 8        # no tuned entry: the script's k
+    # a named variant has no tuned entry: the script's k
+    values, label = get_params(chain, "coat", "none", False, "dr-jl-textbook", "binary-clean")
+    assert label == "reference" and values.dim == 8
 
 
 def test_with_at_is_refused_in_one_line_for_a_method_that_cannot_serve_in_it():
