@@ -224,18 +224,17 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
     title = (f"Benchmark under {bench.protocol}: methods" if binary
              else "Benchmark: methods x propensities")
     parts = [f"{heading(title, fmt)}\n{body}"]
-    sig = paired_rows(bench, fmt, ndcg)
-    title = (f"Paired tests vs {label_of(bench, bench.baseline)}"
+    first = (f"Paired tests vs {label_of(bench, bench.baseline)}"
              f"{'' if binary else ' at the same propensity'} "
              f"(* = p < 0.05 after Holm over the table)")
-    parts.append(f"{heading(title, fmt)}\n"
-                 + (render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False)
-                    if sig
-                    else "(nothing to show)"))
-    if bench.second_tests:
-        sig = paired_rows(bench, fmt, ndcg, second=True)
-        title = (f"Paired tests vs {label_of(bench, SECOND_BINARY_BASELINE)} "
-                 f"(* = p < 0.05 after Holm over this table)")
+    families = [(False, first)]
+    if bench.second_tests:   # the binary protocols' tests against IPS, a family of its own
+        second = (f"Paired tests vs {label_of(bench, SECOND_BINARY_BASELINE)} "
+                  f"(* = p < 0.05 after Holm over this table)")
+        families.append((True, second))
+    for second, title in families:
+        sig = paired_rows(bench, fmt, ndcg, second=second)
         parts.append(f"{heading(title, fmt)}\n"
-                     + render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False))
+                     + (render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False)
+                        if sig else "(nothing to show)"))
     return ReportOutput("\n\n".join(parts), (), bench.notices)
