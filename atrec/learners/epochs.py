@@ -7,8 +7,9 @@ module does exactly that for ``R`` stacked replicas (one per seed):
 - **batches**: every epoch each replica shuffles its observed pairs (its own NumPy stream) and
   takes ``n // B`` full batches, the remainder dropped; a stage that also needs pairs drawn from
   all ``users x items`` shuffles those once per epoch and gives batch ``j`` the slice
-  ``[G B j, G B (j + 1))`` (:func:`epoch_positions`). A stage whose primary source is "all
-  pairs" (a propensity model regressing ``o``) shuffles those instead;
+  ``[G B j, G B (j + 1))``. A stage whose primary source is "all pairs" (a propensity model
+  regressing ``o``) shuffles those instead. :class:`atrec.learners.draws.EpochDraws` draws
+  them, for the replicas still training only, one epoch ahead;
 - **PyTorch's Adam** (:func:`torch_adam`): betas 0.9/0.999, eps added after bias correction,
   ``weight_decay`` added to the gradient (coupled L2), dense: every row of every table moves at
   every step, as PyTorch's dense embedding gradients make it;
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from atrec.learners.draws import EpochDraws
 from atrec.runtime import compiled, tf
 
 ADAM_BETAS = (0.9, 0.999)   # torch.optim.Adam's defaults
@@ -203,22 +205,6 @@ class Patience:
         return self.wait >= self.patience
 
 
-def epoch_positions(rngs: list, n: int, batch_size: int, total: int | None = None,
-                    extra: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
-    """One epoch's batch positions for every replica: ``[nb, R, B]`` into its ``n`` primary
-    rows, and with ``extra`` > 0, ``[nb, R, extra * B]`` into ``total`` all-pair positions, each
-    replica drawing from its own generator (primary shuffle first, as the reference code)."""
-    nb = n // batch_size
-    first, second = [], []
-    for r in rngs:
-        first.append(r.permutation(n)[:nb * batch_size].reshape(nb, batch_size))
-        if extra:
-            width = extra * batch_size
-            second.append(r.permutation(total)[:nb * width].reshape(nb, width))
-    stack = lambda xs: np.ascontiguousarray(np.stack(xs, axis=1), np.int32)
-    return stack(first), (stack(second) if extra else None)
-
-
 def _masked(new, old, active):
     return tf.nest.map_structure(lambda a, b: tf.where(_bcast(active, a), a, b), new, old)
 
@@ -250,7 +236,7 @@ def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num
             rows = obs[j]
             if source == "all":
                 users, items = rows // num_items, rows % num_items
-                labels = tf.gather(consts["observed"], rows, batch_dims=1)
+                labels = tf.cast(tf.gather(consts["observed"], rows, batch_dims=1), tf.float32)
             else:
                 users = tf.gather(consts["train_user"], rows, batch_dims=1)
                 items = tf.gather(consts["train_item"], rows, batch_dims=1)
@@ -260,7 +246,7 @@ def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num
                 pos = all_pos[j]
                 au, ai = pos // num_items, pos % num_items
                 if "observed" in consts:
-                    ao = tf.gather(consts["observed"], pos, batch_dims=1)
+                    ao = tf.cast(tf.gather(consts["observed"], pos, batch_dims=1), tf.float32)
             state = StepState(*_unflat((params, opt), shapes), groups, hp, consts)
             term = step(state, Batch(users, items, labels, rows, au, ai, ao))
             return j + 1, *_flat((state.params, state.opt)), (term if last else total + term)
@@ -326,26 +312,27 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
     active = np.ones(replicas, bool)
     epochs = np.zeros(replicas, np.int64)
     losses, vals = [], []
-    total = num_users * num_items
-    for epoch in range(max_epochs):
-        obs, extra = epoch_positions(rngs, n, stage.batch_size, total, stage.extra)
-        if extra is None:
-            extra = np.zeros((obs.shape[0], replicas, 1), np.int32)
-        params, opt, term = loop(params, opt, hp, consts, obs, extra, tf.constant(active))
-        term = term.numpy().astype(np.float64)
-        losses.append(np.where(active, term, np.nan))
-        epochs += active
-        if isinstance(rule, Patience):
-            value = np.asarray(validate(params), np.float64)
-            vals.append(np.where(active, value, np.nan))
-            done = rule.update(np.where(active, value, np.inf), epoch) & active
-            keep = tf.constant(rule.improved & active)
-            best, best_opt = _masked((params, opt), (best, best_opt), keep)
-        else:
-            done = rule.update(term) & active
-        active = active & ~done
-        if not active.any():
-            break
+    with EpochDraws(rngs, n, stage.batch_size, num_users * num_items, stage.extra) as draws:
+        for epoch in range(max_epochs):
+            obs, extra = draws.next(active)
+            if extra is None:
+                extra = np.zeros((obs.shape[0], replicas, 1), np.int32)
+            draws.ahead()
+            params, opt, term = loop(params, opt, hp, consts, obs, extra, tf.constant(active))
+            term = term.numpy().astype(np.float64)
+            losses.append(np.where(active, term, np.nan))
+            epochs += active
+            if isinstance(rule, Patience):
+                value = np.asarray(validate(params), np.float64)
+                vals.append(np.where(active, value, np.nan))
+                done = rule.update(np.where(active, value, np.inf), epoch) & active
+                keep = tf.constant(rule.improved & active)
+                best, best_opt = _masked((params, opt), (best, best_opt), keep)
+            else:
+                done = rule.update(term) & active
+            active = active & ~done
+            if not active.any():
+                break
     if isinstance(rule, Patience):
         return StageResult(best, epochs, np.asarray(losses), np.asarray(vals),
                            rule.best_epoch.copy(), rule.best.copy(), {"opt": best_opt})

@@ -14,7 +14,6 @@ from atrec.learners.epochs import (
     Patience,
     ReferenceRule,
     StepState,
-    epoch_positions,
     torch_adam,
 )
 from atrec.runtime import tf
@@ -90,16 +89,6 @@ def test_patience_keeps_the_best_epoch():
     assert rule.best_epoch[0] == 1 and rule.best[0] == 2.0
 
 
-def test_epoch_positions_drop_the_remainder_and_follow_each_stream():
-    a = [np.random.RandomState(3), np.random.RandomState(4)]
-    obs, extra = epoch_positions(a, 10, 3, total=20, extra=2)
-    assert obs.shape == (3, 2, 3) and extra.shape == (3, 2, 6)
-    first = np.random.RandomState(3).permutation(10)[:9].reshape(3, 3)
-    np.testing.assert_array_equal(obs[:, 0, :], first)
-    for r in range(2):
-        assert len(set(extra[:, r, :].ravel())) == 18     # without replacement in an epoch
-
-
 def test_autodiff_of_an_ips_loss_matches_finite_differences():
     rng = np.random.default_rng(0)
     params = {k: tf.constant(v, tf.float64) for k, v in {
@@ -124,3 +113,33 @@ def test_autodiff_of_an_ips_loss_matches_finite_differences():
             num = (tf.reduce_sum(loss({**params, name: tf.constant(up)}))
                    - tf.reduce_sum(loss({**params, name: tf.constant(down)}))).numpy() / (2 * h)
             assert grads[name].numpy()[idx] == pytest.approx(num, rel=1e-5, abs=1e-8)
+
+
+def test_the_ncf_propensity_by_hand_and_its_gradient_by_finite_differences():
+    """``sigmoid(a . [W_u ; H_i] + b)``, taken as one scalar per user and item then gathered
+    (atrec.learners.binary_models.ncf_logit), against the concatenation written out."""
+    rng = np.random.default_rng(4)
+    raw = {"prop_W": rng.normal(size=(2, 4, 3)), "prop_H": rng.normal(size=(2, 5, 3)),
+           "prop_a": rng.normal(size=(2, 6)), "prop_b": rng.normal(size=(2,))}
+    users, items = np.array([[0, 3, 3], [1, 2, 0]]), np.array([[4, 0, 4], [1, 1, 3]])
+    want = np.stack([[raw["prop_a"][r] @ np.concatenate([raw["prop_W"][r, u], raw["prop_H"][r, i]])
+                      + raw["prop_b"][r] for u, i in zip(users[r], items[r])] for r in range(2)])
+    params = {k: tf.constant(v, tf.float64) for k, v in raw.items()}
+    got = bm.ncf_logit(params, tf.constant(users), tf.constant(items)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+    def loss(p):
+        return tf.reduce_sum(tf.square(bm.ncf_prob(p, tf.constant(users), tf.constant(items))
+                                       - 0.3), axis=-1)
+
+    state = StepState(params, {}, {"prop": Group(tuple(raw))}, {}, {})
+    _, grads = state.gradients(tuple(raw), loss)
+    h = 1e-6
+    for name, value in raw.items():
+        for index in np.ndindex(value.shape):
+            up, down = value.copy(), value.copy()
+            up[index] += h
+            down[index] -= h
+            diff = sum(tf.reduce_sum(loss({**params, name: tf.constant(x, tf.float64)})).numpy()
+                       * sign for x, sign in ((up, 1), (down, -1))) / (2 * h)
+            assert abs(grads[name].numpy()[index] - diff) < 1e-6, (name, index)

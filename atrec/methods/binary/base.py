@@ -122,10 +122,12 @@ class BinaryRun:
         return {k: float(v) for k, v in {**self.values, **extra}.items()}
 
     def observed(self) -> np.ndarray:
-        """``[R, nu * ni]`` float32: 1 at each replica's observed training pairs (for a stage
-        that regresses ``o`` over all pairs)."""
+        """``[R, nu * ni]`` uint8: 1 at each replica's observed training pairs (for a stage
+        that regresses ``o`` over all pairs; the epoch loop casts what it gathers: at Yahoo's
+        size a quarter of the float32 table's bytes, and a gather in it that many fewer cache
+        misses)."""
         cells = self.num_users * self.num_items
-        out = np.zeros((self.replicas, cells), np.float32)
+        out = np.zeros((self.replicas, cells), np.uint8)
         t = self.problem.train
         for k in range(self.replicas):
             out[k, t["user"][k].astype(np.int64) * self.num_items + t["item"][k]] = 1.0
