@@ -11,7 +11,7 @@ atrec's own commands, each printed before it runs:
 1. with ``--tune``: ``atrec tune --protocol binary-clean`` of those methods on these data
    (atrec's budget, 50 trials each, the first at the reference values);
 2. ``atrec train --protocol binary-icde24 --params reference`` of ``--methods`` (default: MF,
-   IPS and DR-JL), the protocol's 10 seeds;
+   IPS and DR-JL), 20 seeds (``atrec train``'s default);
 3. ``atrec train --protocol binary-clean`` of the same, 20 seeds: ``--params tuned`` for the
    tuned methods, ``reference`` for the others (the ICDE 2024 code's Yahoo values, chosen
    without a validation split);
