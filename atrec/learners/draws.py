@@ -114,7 +114,7 @@ class EpochDraws:
             self._undo(drawn, states)
         self._worker.shutdown()
 
-    def __enter__(self) -> "EpochDraws":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
