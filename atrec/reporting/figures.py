@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import matplotlib
-import matplotlib.font_manager
 import numpy as np
 
 from atrec.evaluation.summary import Summary
@@ -60,6 +58,8 @@ def _new_figure(n_panels: int, ncols: int, panel_size=(4.0, 3.0)) -> tuple[Figur
 def _suptitle(fig: Figure, text: str) -> None:
     """``text`` as the figure's title, wrapped to the figure's width (a one-panel figure is
     narrower than a long title)."""
+    import matplotlib.font_manager  # where a figure is drawn only (see _new_figure)
+
     size = matplotlib.rcParams["figure.titlesize"]
     points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
     # an average character of the default sans-serif font is about 0.6 em wide
