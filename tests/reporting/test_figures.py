@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import matplotlib.image
 import pytest
 from synthetic_records import write_records
@@ -191,3 +194,12 @@ def test_trace_figures_have_no_text_overlaps_at_the_default_size(draw, which, su
 
 def test_figure1_has_no_text_overlaps_at_the_default_size():
     assert _layout_problems(figure1(STATS)) == []
+
+
+def test_the_cli_starts_without_matplotlib_and_a_figure_loads_it():
+    """matplotlib costs every command about 0.3 s of CPU at start: only drawing loads it."""
+    code = ("import sys, atrec.cli.app; assert 'matplotlib' not in sys.modules, 'at start'; "
+            "from atrec.reporting.figures import _new_figure, _suptitle; "
+            "fig, _ = _new_figure(1, 1); _suptitle(fig, 'x'); "
+            "assert 'matplotlib.font_manager' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
