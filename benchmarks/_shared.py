@@ -54,9 +54,10 @@ def install_yahoo_size() -> None:
     import dataclasses
 
     from atrec.data.preprocess import write_store
+    from atrec.data.synthetic import SOURCE
 
     write_store(dataclasses.replace(yahoo_size_data(), name="yahoo",
-                                    checksums={"synthetic": "YAHOO_SIZE, seed 0"}))
+                                    checksums={SOURCE: "YAHOO_SIZE, seed 0"}))
 
 
 def run_on_yahoo_size(folder: str | None, prefix: str, commands: list[list[str]]) -> int:

@@ -39,6 +39,19 @@ YAHOO_SIZE = dict(num_users=15_400, num_items=1_000, n_train=311_704, n_test_use
 SMALL_SIZE = dict(num_users=200, num_items=150, n_train=3_000, n_test_users=100,
                   test_per_user=10, dim=5)
 
+SOURCE = "synthetic"
+"""The source-file name under which a store holding generated data names its generator:
+``checksums={SOURCE: "YAHOO_SIZE, seed 0"}`` instead of each raw file's SHA-256. Records copy
+a store's checksums into their provenance, so a report can say that a dataset's numbers came
+from synthetic data (:func:`synthetic_source`)."""
+
+
+def synthetic_source(checksums: dict | None) -> str | None:
+    """The generator a store's (or a record's) ``checksums`` name (:data:`SOURCE`), else
+    ``None``: the data came from the raw files."""
+    value = (checksums or {}).get(SOURCE)
+    return None if value is None else str(value)
+
 
 @dataclass(frozen=True)
 class SyntheticData:

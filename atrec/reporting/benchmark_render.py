@@ -33,7 +33,6 @@ from atrec.reporting.common import (
     METRIC_LABELS,
     at_column_groups,
     column_name,
-    dataset_label,
     heading,
     json_safe,
     marker_name,
@@ -72,7 +71,7 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
         params, budget = row_sources(bench, dataset, method, propensity, tables)
         prop_text = ("---" if fmt == "latex" else "—") if propensity == NO_PROPENSITY else \
             propensity_label(propensity)
-        row = {"data": _text_label(dataset_label(dataset), False, fmt),
+        row = {"data": _text_label(bench.dataset_label(dataset), False, fmt),
                "method": _text_label(info.label, info.uses_mcar, fmt),
                "propensity": _text_label(prop_text, prop_mcar, fmt),
                "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
@@ -106,7 +105,7 @@ def paired_rows(bench: Benchmark, fmt: str = "table", ndcg: str = "both",
         if t.propensity != NO_PROPENSITY:
             prop = propensity_label(t.propensity)
         rows.append({
-            "data": _text_label(dataset_label(t.dataset), False, fmt),
+            "data": _text_label(bench.dataset_label(t.dataset), False, fmt),
             "method": _text_label(info.label, info.uses_mcar, fmt),
             "propensity": _text_label(prop, propensity_uses_mcar(t.propensity), fmt),
             "AT": "w/" if t.with_at else "w/o", "metric": metric_label(t.metric, ndcg),
@@ -144,6 +143,8 @@ def benchmark_json(bench: Benchmark) -> dict:
     out = {"table": "benchmark", "protocol": bench.protocol, "params": bench.params,
            "datasets": list(bench.datasets), "baseline": bench.baseline,
            "metrics": list(bench.metrics), "methods": methods, "rows": rows, "tests": tests}
+    if bench.synthetic:
+        out["synthetic_data"] = dict(bench.synthetic)   # dataset -> its generator
     if bench.second_tests:
         out["second_baseline"] = SECOND_BINARY_BASELINE
         out["second_tests"] = [_test_json(t, SECOND_BINARY_BASELINE) for t in bench.second_tests]

@@ -20,9 +20,13 @@ NDCG_CHOICES = ("paper", "standard", "both")
 AT_LABELS = {False: "w/o AT", True: "w/ AT"}  # the two columns of each metric
 
 
-def dataset_label(dataset: str) -> str:
-    """``Yahoo! R3`` for ``yahoo``; a dataset without a label keeps its name."""
-    return DATASET_LABELS.get(dataset, dataset)
+def dataset_label(dataset: str, synthetic: str | None = None) -> str:
+    """``Yahoo! R3`` for ``yahoo``; a dataset without a label keeps its name. ``synthetic``:
+    the generator of the data the numbers came from (:func:`atrec.data.synthetic.synthetic_source`
+    of their records), said beside the name, so that synthetic data installed under a
+    catalogue name is never shown as the real dataset."""
+    label = DATASET_LABELS.get(dataset, dataset)
+    return label if synthetic is None else f"{label} (synthetic data: {synthetic})"
 
 
 def config_label(dataset: str, propensity: str, with_at: bool | None = None) -> str:

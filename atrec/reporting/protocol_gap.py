@@ -107,6 +107,16 @@ class Gap:
         bench = next(b for b in (*self.benches.values(),))
         return label_of(bench, method)
 
+    @property
+    def synthetic(self) -> str | None:
+        """The generator the dataset's records name, where they came from synthetic data."""
+        return next((b.synthetic[self.dataset] for b in self.benches.values()
+                     if self.dataset in b.synthetic), None)
+
+    @property
+    def dataset_label(self) -> str:
+        return dataset_label(self.dataset, self.synthetic)
+
     def uses_mcar(self, method: str) -> bool:
         return any(b.info(method).uses_mcar for b in self.benches.values()
                    if method in {i.name for i in b.methods})
@@ -227,7 +237,8 @@ def gap_json(gap: Gap) -> dict:
               "t_p_holm": t.t_p_holm, "w_p": t.w_p, "w_p_holm": t.w_p_holm}
              for p in GAP_PROTOCOLS for t in gap.tests.get(p, ())]
     return json_safe({"table": "protocol-gap", "dataset": gap.dataset,
-                      "baseline": BINARY_BASELINE, "alpha": ALPHA,
+                      "synthetic_data": gap.synthetic, "baseline": BINARY_BASELINE,
+                      "alpha": ALPHA,
                       "params": {p: gap.benches[p].params for p in gap.benches},
                       "ranked_metrics": {p: list(RANKED[p]) for p in GAP_PROTOCOLS},
                       "methods": methods, "tests": tests})
@@ -235,7 +246,7 @@ def gap_json(gap: Gap) -> dict:
 
 def _legend(gap: Gap, fmt: str) -> str:
     dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
-    text = (f"{dataset_label(gap.dataset)}. icde24 = {REFERENCE_PROTOCOL} (parameter set "
+    text = (f"{gap.dataset_label}. icde24 = {REFERENCE_PROTOCOL} (parameter set "
             f"{GAP_PARAMS[REFERENCE_PROTOCOL]}; the (ref) metrics count a test user without a "
             f"positive as the reference code does); clean = {CLEAN_PROTOCOL} (each method's "
             f"values from the first of {GAP_PARAMS[CLEAN_PROTOCOL]} it has results for: see its "
@@ -253,7 +264,7 @@ def gap_figure(gap: Gap):
     per ranked metric, rank 1 at the top left; a point below the diagonal loses places
     under the clean protocol, one above it gains them."""
     fig, axes = _new_figure(2, ncols=2, panel_size=(4.0, 4.0))
-    _suptitle(fig, f"Protocol gap on {dataset_label(gap.dataset)}: rank under "
+    _suptitle(fig, f"Protocol gap on {gap.dataset_label}: rank under "
                    f"{REFERENCE_PROTOCOL} vs {CLEAN_PROTOCOL} (1 = best)")
     n = max(len(gap.methods), 1)
     for k, ax in enumerate(axes):

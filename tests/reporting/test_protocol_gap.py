@@ -16,6 +16,7 @@ ranks, the paired tests and the Holm correction are known by hand:
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from click.testing import CliRunner
 from scipy import stats
 
 from atrec.cli import main
+from atrec.data.synthetic import SOURCE
 from atrec.errors import AtrecError
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.binary.registry import BINARY_METHODS
@@ -30,7 +32,7 @@ from atrec.names import NO_PROPENSITY, config_key
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BINARY_CLEAN_METRICS
 from atrec.reporting.benchmark_render import benchmark_report
-from atrec.reporting.protocol_gap import gap_report, protocol_gap
+from atrec.reporting.protocol_gap import gap_figure, gap_report, protocol_gap
 from atrec.reporting.tables import FORMATS
 from atrec.results.records import record_path, save_record
 from atrec.workflows.binary import write_gap_report
@@ -210,3 +212,33 @@ def test_reproduce_writes_the_gap_report(results):
     assert path == results / "protocol_gap.md" and text.count("## Protocol gap") == 1
     assert "| SNIPS" in text and {p.suffix for p in figures} == {".png", ".pdf"}
     assert any("Yahoo! R3" in n for n in notices)     # no binary results there: said, skipped
+
+
+def test_records_of_synthetic_data_say_so_wherever_the_dataset_is_named(results, tmp_path):
+    """A store of generated data names its generator instead of file checksums, and records
+    copy that into their provenance: the gap's legend, figure title and JSON, and the
+    benchmark's rows and JSON, then say that the numbers came from synthetic data; records of
+    the real files are labelled as before."""
+    base = tmp_path / "synthetic"
+    shutil.copytree(results, base)
+    for path in base.rglob("seed-*.json"):
+        record = json.loads(path.read_text())
+        record["provenance"] = {"data_checksums": {SOURCE: "SMALL_SIZE, seed 7"}}
+        path.write_text(json.dumps(record))
+    named = "Coat (synthetic data: SMALL_SIZE, seed 7)"
+    assert f"\n{named}. icde24 = " in gap_report(base, "coat", figures=False,
+                                                 expected_seeds=5).text
+    title = gap_figure(protocol_gap(base, "coat", expected_seeds=5))._suptitle.get_text()
+    assert title.replace("\n", " ").startswith(f"Protocol gap on {named}: rank")
+    doc = json.loads(gap_report(base, "coat", "json", figures=False, expected_seeds=5).text)
+    assert doc["synthetic_data"] == "SMALL_SIZE, seed 7"
+    root = get_protocol(ICDE).results_root(base)
+    rows = benchmark_report(root, ["coat"], "reference", expected_seeds=5, protocol=ICDE).text
+    coat = [line for line in rows.splitlines() if line.startswith("Coat")]
+    assert len(coat) > 4 and all(line.startswith(named) for line in coat)   # rows and tests
+    doc = json.loads(benchmark_report(root, ["coat"], "reference", fmt="json", expected_seeds=5,
+                                      protocol=ICDE).text)
+    assert doc["synthetic_data"] == {"coat": "SMALL_SIZE, seed 7"}
+    real = gap_report(results, "coat", "json", figures=False, expected_seeds=5).text
+    assert json.loads(real)["synthetic_data"] is None
+    assert "synthetic" not in gap_report(results, "coat", figures=False, expected_seeds=5).text
