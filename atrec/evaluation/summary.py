@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from atrec.data.synthetic import synthetic_source
 from atrec.errors import AtrecError
 from atrec.evaluation.registry import METRICS as METRIC_REGISTRY
 from atrec.evaluation.registry import metric_order, metrics_in
@@ -153,7 +154,9 @@ class Summary:
     ``cells`` maps ``(dataset, propensity, with_at, metric)`` to a :class:`Cell`;
     ``traces`` maps ``(dataset, propensity)`` to a :class:`Trace`; ``datasets`` lists the
     datasets that were asked for (in the paper's order); ``warnings`` holds one line per
-    incomplete cell or odd record.
+    incomplete cell or odd record; ``synthetic`` maps a dataset whose records came from
+    generated data to the generator they name (:func:`atrec.data.synthetic.synthetic_source`),
+    so that a report never shows synthetic numbers under the real dataset's name.
     """
 
     params: str
@@ -163,6 +166,7 @@ class Summary:
     traces: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     method: str = DEFAULT_METHOD
+    synthetic: dict = field(default_factory=dict)
 
     def cell(self, dataset: str, propensity: str, with_at: bool, metric: str) -> Cell | None:
         """The cell, or ``None`` when there are no results for it."""
@@ -235,6 +239,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     values: dict[tuple, dict[int, float]] = {}
     traces: dict[tuple, dict[int, dict]] = {}
     notes: list[str] = []
+    synthetic: dict[str, str] = {}
     for record in records:
         _check_record(record)
         if wanted is not None and record["dataset"] not in wanted:
@@ -242,6 +247,9 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         if record_label(record) != params or base_method(record) != method:
             continue
         dataset, propensity = record["dataset"], record["propensity"]
+        source = synthetic_source((record.get("provenance") or {}).get("data_checksums"))
+        if source is not None:
+            synthetic.setdefault(dataset, source)
         with_at, seed = bool(record["with_at"]), int(record["seed"])
         for metric in metrics_in([record]):
             value = record["metrics"].get(metric)
@@ -278,7 +286,8 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     chosen = wanted if wanted is not None else tuple(sorted({k[0] for k in cells},
                                                              key=dataset_order))
     return Summary(params=params, datasets=chosen, expected_seeds=expected_seeds,
-                   cells=cells, traces=trace_objs, warnings=tuple(notes), method=method)
+                   cells=cells, traces=trace_objs, warnings=tuple(notes), method=method,
+                   synthetic=synthetic)
 
 
 def merge_summaries(summaries: list[Summary]) -> Summary:
@@ -296,9 +305,14 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
         cells.update({k: c for k, c in s.cells.items() if k[:3] in configs})
         traces.update({k: t for k, t in s.traces.items() if (*k, True) in configs})
     datasets = tuple(dict.fromkeys(d for s in summaries for d in s.datasets))
+    synthetic: dict[str, str] = {}
+    for s in used:
+        for dataset, source in s.synthetic.items():
+            synthetic.setdefault(dataset, source)
     return Summary(params=", ".join(s.params for s in (used or summaries)), datasets=datasets,
                    expected_seeds=first.expected_seeds, cells=cells, traces=traces,
-                   warnings=tuple(w for s in used for w in s.warnings), method=first.method)
+                   warnings=tuple(w for s in used for w in s.warnings), method=first.method,
+                   synthetic=synthetic)
 
 
 def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Trace:

@@ -36,7 +36,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from atrec.data.synthetic import synthetic_source
 from atrec.errors import AtrecError
 from atrec.evaluation.registry import metrics_in
 from atrec.evaluation.significance import MethodTest, baseline_propensity, method_tests
@@ -117,8 +116,15 @@ class Benchmark:
     protocol: str | None = None
     # the second family (binary protocols): every method but the baselines against IPS
     second_tests: tuple[MethodTest, ...] = ()
-    # dataset -> the generator its records name, where they came from synthetic data
-    synthetic: dict = field(default_factory=dict)
+
+    @property
+    def synthetic(self) -> dict:
+        """Dataset -> the generator its records name, where they came from synthetic data."""
+        found: dict[str, str] = {}
+        for summary in self.summaries.values():
+            for dataset, source in summary.synthetic.items():
+                found.setdefault(dataset, source)
+        return found
 
     def dataset_label(self, dataset: str) -> str:
         """The dataset's label, saying so where its records came from synthetic data."""
@@ -267,19 +273,15 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
     if binary and SECOND_BINARY_BASELINE in summaries:
         second = tuple(method_tests(summaries, [r for r in rows if r[1] != baseline], metrics,
                                     baseline=SECOND_BINARY_BASELINE, pair=lambda p: p))
-    budgets, synthetic = {}, {}
+    budgets = {}
     for r in records:
-        if not (isinstance(r, dict) and record_label(r) in labels):
-            continue
         # a record made before budgets were known per protocol may say "-": read the file then
-        if r.get("params_budget") not in (None, "", "-"):
+        if (isinstance(r, dict) and record_label(r) in labels
+                and r.get("params_budget") not in (None, "", "-")):
             budgets.setdefault((r["dataset"], base_method(r), str(r.get("propensity")),
                                 bool(r.get("with_at")), record_label(r)), r["params_budget"])
-        source = synthetic_source((r.get("provenance") or {}).get("data_checksums"))
-        if source is not None:
-            synthetic.setdefault(r["dataset"], source)
     bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), (),
-                      budgets, baseline, at_options, protocol, second, synthetic)
+                      budgets, baseline, at_options, protocol, second)
     return replace(bench, notices=tuple(_notices(bench, chosen, protocol)))
 
 

@@ -16,10 +16,10 @@ from atrec.evaluation.summary import Summary
 from atrec.names import PAPER_METRICS, TABLE_DATASETS
 from atrec.propensity.registry import propensity_label, table1_propensities
 from atrec.reporting.common import (
-    DATASET_LABELS,
     DIGITS,
     better_pair,
     column_name,
+    dataset_label,
     mark,
     marker_name,
     ndcg_metrics,
@@ -86,11 +86,14 @@ def table1_rows(summary: Summary, fmt: str = "table", std: bool = False, ndcg: s
     rows, columns = [], []
     for dataset in (d for d in TABLE_DATASETS if d in summary.datasets):
         for propensity in table1_propensities():
-            labels = (DATASET_LABELS[dataset], propensity_label(propensity))
+            labels = (dataset_label(dataset, summary.synthetic.get(dataset)),
+                      propensity_label(propensity))
             if fmt == "latex":
                 labels = tuple(latex_escape(t) for t in labels)
             row = ({"dataset": dataset, "propensity": propensity} if fmt == "json" else
                    {"data": labels[0], "propensity": labels[1]})
+            if fmt == "json" and dataset in summary.synthetic:
+                row["synthetic_data"] = summary.synthetic[dataset]
             for metric in metrics:
                 cells = [summary.cell(dataset, propensity, at, metric) for at in (False, True)]
                 means = [c.mean if c is not None and c.n else None for c in cells]

@@ -1,10 +1,11 @@
 import math
 
 import pytest
-from synthetic_records import coat_gaps, paper_values, root, summary  # noqa: F401  (fixtures)
+from synthetic_records import coat_gaps, make_record, paper_values, root, summary  # noqa: F401  (fixtures)
 
+from atrec.data.synthetic import SOURCE
 from atrec.errors import AtrecError
-from atrec.evaluation.summary import load_summary
+from atrec.evaluation.summary import load_summary, merge_summaries, summarize
 from atrec.reporting.table1 import paper_table, table1_rows
 
 
@@ -80,3 +81,27 @@ def test_ndcg_variants_are_labelled(summary):
 def test_bad_options_are_one_line_errors(summary, kwargs, message):
     with pytest.raises(AtrecError, match=message):
         table1_rows(summary, **kwargs)
+
+
+def test_a_dataset_whose_records_came_from_synthetic_data_is_labelled_so():
+    """Yahoo's records name a generator where the raw files' checksums would be (a store of
+    synthetic data installed as ``yahoo``): Table 1 labels its rows so, and its JSON rows carry
+    the generator; Coat's records name files and are labelled as before. Merging parameter
+    sets keeps it."""
+    records = []
+    for dataset, propensity, with_at in (("yahoo", "item", False), ("coat", "item", False)):
+        for seed in range(2):
+            record = make_record(dataset, propensity, with_at, seed, {"mae": 0.8, "mse": 1.0})
+            sums = ({SOURCE: "YAHOO_SIZE, seed 0"} if dataset == "yahoo"
+                    else {"rating.txt": "ab" * 32})
+            record["provenance"] = {"data_checksums": sums}
+            records.append(record)
+    made = summarize(records, expected_seeds=2)
+    assert made.synthetic == {"yahoo": "YAHOO_SIZE, seed 0"}
+    assert merge_summaries([summarize([], expected_seeds=2), made]).synthetic == \
+        made.synthetic
+    rows, _ = table1_rows(made, "markdown")
+    assert {r["data"] for r in rows} == {"Yahoo! R3 (synthetic data: YAHOO_SIZE, seed 0)", "Coat"}
+    rows, _ = table1_rows(made, "json")
+    assert {r["dataset"]: r.get("synthetic_data") for r in rows} == {
+        "yahoo": "YAHOO_SIZE, seed 0", "coat": None}
