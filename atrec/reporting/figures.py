@@ -26,11 +26,13 @@ from atrec.fileio import atomic_write
 from atrec.names import DATASET_LABELS
 from atrec.paths import results_dir
 from atrec.propensity.registry import propensity_label
+from atrec.reporting.common import dataset_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FORMATS = ("png", "pdf")
+PANEL_TITLE_WIDTH = 40   # characters on a line of a 4-inch panel's title
 # (a) is a mean squared error and (b) a mean absolute difference, both in rating units; on two
 # lines, so that the label fits the height of one panel.
 FIGURE3_YLABEL = "(a) MSE on pseudo-labels\n(b) mean |A1 - A2|"
@@ -163,9 +165,9 @@ def _trace_figure(summary: Summary, series: Sequence[tuple[str, str]], ylabel: s
     for k, (ax, trace) in enumerate(zip(axes, traces)):
         for key, label in series:
             _band(ax, trace.series(key), label)
-        name = DATASET_LABELS.get(trace.dataset, trace.dataset)
-        ax.set_title(f"{name}, {propensity_label(trace.propensity)} "
-                     f"({len(trace.seeds)} seeds)")
+        name = dataset_label(trace.dataset, summary.synthetic.get(trace.dataset))
+        ax.set_title(textwrap.fill(f"{name}, {propensity_label(trace.propensity)} "
+                                   f"({len(trace.seeds)} seeds)", PANEL_TITLE_WIDTH))
         ax.set_xlabel("pseudo-labelling step")
         if k % ncols == 0:   # one label per row: every panel plots the same quantities
             ax.set_ylabel(ylabel)

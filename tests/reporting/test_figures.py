@@ -1,3 +1,4 @@
+import dataclasses
 import subprocess
 import sys
 
@@ -6,7 +7,15 @@ import pytest
 from synthetic_records import write_records
 
 from atrec.evaluation.summary import load_summary
-from atrec.reporting.figures import figure1, figure2, figure3, figure4, save_figure, write_figures
+from atrec.reporting.figures import (
+    PANEL_TITLE_WIDTH,
+    figure1,
+    figure2,
+    figure3,
+    figure4,
+    save_figure,
+    write_figures,
+)
 
 # Shares and KL as measured in shared/data/PROVENANCE.md ("Derived check").
 STATS = [
@@ -49,6 +58,17 @@ def test_figure3_and_4_have_one_panel_per_at_configuration(summary, coat_only):
     assert fig3.axes[-1].get_title() == "Coat, NB (true) (5 seeds)"
     assert len(fig3.axes[0].get_lines()) == 3 and len(fig4.axes[0].get_lines()) == 1
     assert len(figure3(coat_only).axes) == 6
+
+
+def test_panels_of_synthetic_data_say_so(summary):
+    """Where Yahoo's records came from a store of synthetic data, its panels are titled so
+    (wrapped to the panel's width); Coat's are not."""
+    made = dataclasses.replace(summary, synthetic={"yahoo": "YAHOO_SIZE, seed 0"})
+    titles = [ax.get_title() for ax in figure3(made).axes]
+    assert titles[0].replace("\n", " ") == \
+        "Yahoo! R3 (synthetic data: YAHOO_SIZE, seed 0), uniform (5 seeds)"
+    assert all(len(line) <= PANEL_TITLE_WIDTH for t in titles for line in t.splitlines())
+    assert titles[-1] == "Coat, NB (true) (5 seeds)"
 
 
 def test_figure3_plots_the_mean_over_seeds(coat_only):
