@@ -115,6 +115,7 @@ class Gap:
 
     @property
     def dataset_label(self) -> str:
+        """The dataset's name in captions and titles, naming synthetic data as such."""
         return dataset_label(self.dataset, self.synthetic)
 
     def uses_mcar(self, method: str) -> bool:
