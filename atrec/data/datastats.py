@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from atrec.data.ratings import RatingData, Ratings
+from atrec.data.synthetic import synthetic_source
 
 STATS_COLUMNS = ("dataset", "users", "items", "train ratings", "test ratings", "sparsity",
                  "mean train", "mean test", "KL(train||test)")
@@ -45,7 +46,9 @@ def data_stats(data: RatingData) -> dict:
     Keys: ``dataset``, ``users``, ``items``, ``train_ratings``, ``test_ratings``, ``sparsity``
     (train ratings / (users * items)), ``train_mean``, ``test_mean``, ``kl`` (KL(train || test)
     of the rating shares, natural log), ``train_shares``, ``test_shares`` (lists of 5 floats for
-    ratings 1..5). Test values are ``None`` when the test part is empty (ML-100K).
+    ratings 1..5), ``synthetic`` (the generator a store of synthetic data names,
+    :func:`atrec.data.synthetic.synthetic_source`; ``None`` for data from the raw files). Test
+    values are ``None`` when the test part is empty (ML-100K).
     """
     train_shares, test_shares = rating_shares(data.train), rating_shares(data.test)
     kl = None if train_shares is None or test_shares is None \
@@ -62,6 +65,7 @@ def data_stats(data: RatingData) -> dict:
         "kl": kl,
         "train_shares": train_shares,
         "test_shares": test_shares,
+        "synthetic": synthetic_source(data.checksums),
     }
 
 

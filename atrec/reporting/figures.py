@@ -23,7 +23,6 @@ import numpy as np
 
 from atrec.evaluation.summary import Summary
 from atrec.fileio import atomic_write
-from atrec.names import DATASET_LABELS
 from atrec.paths import results_dir
 from atrec.propensity.registry import propensity_label
 from atrec.reporting.common import dataset_label
@@ -83,8 +82,8 @@ def figure1(stats: Sequence[dict]) -> Figure:
     for ax, st in zip(axes, stats):
         ax.bar(ratings - 0.2, st["train_shares"], width=0.4, label="train (MNAR)")
         ax.bar(ratings + 0.2, st["test_shares"], width=0.4, label="test (MCAR)")
-        name = DATASET_LABELS.get(st["dataset"], st["dataset"])
-        ax.set_title(f"{name} (KL = {st['kl']:.3f})")
+        name = dataset_label(st["dataset"], st.get("synthetic"))
+        ax.set_title(textwrap.fill(f"{name} (KL = {st['kl']:.3f})", PANEL_TITLE_WIDTH))
         ax.set_xlabel("rating")
         ax.set_ylabel("share of ratings")
         ax.set_xticks(ratings)

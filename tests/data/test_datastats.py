@@ -8,6 +8,7 @@ from conftest import SHARED  # noqa: E402  (tests/ is on sys.path)
 from atrec.data.datastats import STATS_COLUMNS, data_stats, kl_divergence, rating_shares, stats_rows
 from atrec.data.preprocess import parse_coat_matrix
 from atrec.data.ratings import RatingData, Ratings
+from atrec.data.synthetic import SOURCE
 from atrec.reporting.tables import render
 
 
@@ -16,6 +17,12 @@ def _toy() -> RatingData:
     train = Ratings.from_arrays([0, 0, 1, 1], [0, 1, 2, 3], [1, 1, 5, 5])
     test = Ratings.from_arrays([0, 1, 0, 1], [2, 0, 3, 1], [1, 1, 1, 5])
     return RatingData("toy", train, test, 2, 4, {})
+
+
+def test_a_store_of_synthetic_data_names_its_generator_in_the_statistics():
+    made = RatingData("yahoo", _toy().train, _toy().test, 2, 4, {SOURCE: "YAHOO_SIZE, seed 0"})
+    assert data_stats(made)["synthetic"] == "YAHOO_SIZE, seed 0"
+    assert data_stats(_toy())["synthetic"] is None
 
 
 def test_hand_computed_toy():

@@ -61,8 +61,12 @@ def test_figure3_and_4_have_one_panel_per_at_configuration(summary, coat_only):
 
 
 def test_panels_of_synthetic_data_say_so(summary):
-    """Where Yahoo's records came from a store of synthetic data, its panels are titled so
-    (wrapped to the panel's width); Coat's are not."""
+    """Where Yahoo's records (Figures 3 and 4) or its store (Figure 1) came from synthetic
+    data, its panels are titled so (wrapped to the panel's width); Coat's are not."""
+    stats = [{**STATS[0], "synthetic": "YAHOO_SIZE, seed 0"}, STATS[1]]
+    titles = [ax.get_title() for ax in figure1(stats).axes]
+    assert [t.replace("\n", " ") for t in titles] == [
+        "Yahoo! R3 (synthetic data: YAHOO_SIZE, seed 0) (KL = 0.469)", "Coat (KL = 0.049)"]
     made = dataclasses.replace(summary, synthetic={"yahoo": "YAHOO_SIZE, seed 0"})
     titles = [ax.get_title() for ax in figure3(made).axes]
     assert titles[0].replace("\n", " ") == \
