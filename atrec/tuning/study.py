@@ -146,21 +146,26 @@ def _worker_id() -> str:
 
 
 def _fail_orphans(study, trials, grace: int) -> None:
-    """Mark FAIL the RUNNING trials that never started an objective and are older than ``grace``.
+    """Mark FAIL the RUNNING trials older than ``grace`` that have no heartbeat: those that never
+    started an objective, and those whose worker died before its first heartbeat was written.
 
-    (Trials whose objective started have heartbeats; Optuna's ``fail_stale_trials`` handles
-    those.) Such orphans come from a worker killed between creating a trial and starting it, or
-    from clients that ask for trials without heartbeats.
+    (Optuna's ``fail_stale_trials`` handles the trials whose heartbeat stopped; a trial with no
+    heartbeat at all is not stale to it, so it would stay RUNNING and every other worker would
+    wait for it forever.) Such orphans come from a worker killed between creating a trial and
+    its heartbeat thread's first write (the objective may already have started), or from
+    clients that ask for trials without heartbeats. Where the heartbeat table cannot be read,
+    only the trials that never started an objective are failed.
     """
     from optuna.exceptions import (  # about 1 s to import: only where a study is used
         UpdateFinishedTrialError,  # about 1 s to import: only where a study is used
     )
     from optuna.trial import TrialState
 
+    ages = _heartbeat_ages(study)
     now = datetime.now()
     for t in trials:
-        if (t.state == TrialState.RUNNING and WORKER_ATTR not in t.user_attrs
-                and t.datetime_start is not None
+        silent = WORKER_ATTR not in t.user_attrs or (ages is not None and t.number not in ages)
+        if (t.state == TrialState.RUNNING and silent and t.datetime_start is not None
                 and (now - t.datetime_start).total_seconds() > grace):
             with contextlib.suppress(UpdateFinishedTrialError, ValueError, RuntimeError):
                 study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
@@ -199,11 +204,12 @@ def _best(trials) -> tuple[float | None, object]:
     return float(best.value), best
 
 
-def _heartbeat_ages(study) -> dict[int, float]:
+def _heartbeat_ages(study) -> dict[int, float] | None:
     """Seconds since the last heartbeat of each RUNNING trial that has one, by trial number.
 
     Read from an RDB storage's heartbeat table (Optuna keeps no public reader of it); other
-    storages, or an Optuna whose tables differ, give ``{}``: the notice it feeds is only a help.
+    storages, or an Optuna whose tables differ, give ``None``: unknown, never a reason to fail
+    a trial.
     """
     import optuna  # about 1 s to import: only where a study is used
     from optuna.trial import TrialState
@@ -215,7 +221,7 @@ def _heartbeat_ages(study) -> dict[int, float]:
 
         storage = getattr(study._storage, "_backend", study._storage)
         if not isinstance(storage, optuna.storages.RDBStorage):
-            return {}
+            return None
         with _create_scoped_session(storage.scoped_session) as session:
             now = session.execute(sqlalchemy.func.now()).scalar().replace(tzinfo=None)
             rows = (session.query(models.TrialModel.number, models.TrialHeartbeatModel.heartbeat)
@@ -224,8 +230,8 @@ def _heartbeat_ages(study) -> dict[int, float]:
                     .filter(models.TrialModel.study_id == study._study_id,
                             models.TrialModel.state == TrialState.RUNNING).all())
         return {int(n): (now - beat.replace(tzinfo=None)).total_seconds() for n, beat in rows}
-    except Exception:   # noqa: BLE001 - a private table: never let the notice break tuning
-        return {}
+    except Exception:   # noqa: BLE001 - a private table: never let it break tuning
+        return None
 
 
 def _say_silent(study, trials, worker: WorkerSettings, told: set, notice) -> None:
@@ -235,7 +241,7 @@ def _say_silent(study, trials, worker: WorkerSettings, told: set, notice) -> Non
 
     if notice is None:
         return
-    ages = _heartbeat_ages(study)
+    ages = _heartbeat_ages(study) or {}
     for t in trials:
         age = ages.get(t.number)
         if (t.state == TrialState.RUNNING and t.number not in told and age is not None

@@ -249,6 +249,24 @@ def test_trial_left_running_without_heartbeat_neither_counts_nor_blocks(tmp_path
     assert states(trials_of(storage_url, "orphan")) == ["COMPLETE", "COMPLETE", "FAIL"]
 
 
+def test_a_trial_whose_worker_died_before_its_first_heartbeat_does_not_block(tmp_path):
+    """The objective had started (the trial names its worker) but the heartbeat thread had not
+    written yet when the worker was killed: Optuna never finds that trial stale, so it must be
+    failed after the grace period, or every other worker waits for it forever."""
+    storage_url = url(tmp_path)
+    study = optuna.create_study(study_name="silent", storage=storage_url)
+    trial = study.ask()
+    trial.set_user_attr("worker", "elsewhere:1")   # atrec.tuning.study.WORKER_ATTR
+    done = {}
+    thread = threading.Thread(target=lambda: done.update(
+        out=run_study("silent", Counting(), False, 2, storage_url, worker=FAST)), daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the study waited for a trial that had no heartbeat"
+    assert done["out"].complete == 2
+    assert states(trials_of(storage_url, "silent")) == ["COMPLETE", "COMPLETE", "FAIL"]
+
+
 WORKER = """
 import json, math, sys, time
 from pathlib import Path
