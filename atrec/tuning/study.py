@@ -145,7 +145,7 @@ def _worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _fail_orphans(study, trials, grace: int) -> None:
+def _fail_orphans(study, trials, grace: int, ages: dict[int, float] | None) -> None:
     """Mark FAIL the RUNNING trials older than ``grace`` that have no heartbeat: those that never
     started an objective, and those whose worker died before its first heartbeat was written.
 
@@ -153,15 +153,15 @@ def _fail_orphans(study, trials, grace: int) -> None:
     heartbeat at all is not stale to it, so it would stay RUNNING and every other worker would
     wait for it forever.) Such orphans come from a worker killed between creating a trial and
     its heartbeat thread's first write (the objective may already have started), or from
-    clients that ask for trials without heartbeats. Where the heartbeat table cannot be read,
-    only the trials that never started an objective are failed.
+    clients that ask for trials without heartbeats. ``ages``: :func:`_heartbeat_ages`; where
+    the heartbeat table cannot be read (``None``), only the trials that never started an
+    objective are failed.
     """
     from optuna.exceptions import (  # about 1 s to import: only where a study is used
         UpdateFinishedTrialError,  # about 1 s to import: only where a study is used
     )
     from optuna.trial import TrialState
 
-    ages = _heartbeat_ages(study)
     now = datetime.now()
     for t in trials:
         silent = WORKER_ATTR not in t.user_attrs or (ages is not None and t.number not in ages)
@@ -172,7 +172,8 @@ def _fail_orphans(study, trials, grace: int) -> None:
 
 
 def _fail_stale(study, grace: int):
-    """Fail killed workers' trials; return all trials of the study afterwards."""
+    """Fail killed workers' trials; return all trials of the study afterwards and the
+    heartbeat ages read to do it (:func:`_heartbeat_ages`)."""
     import optuna  # about 1 s to import: only where a study is used
     from optuna.exceptions import ExperimentalWarning
 
@@ -180,8 +181,9 @@ def _fail_stale(study, grace: int):
         warnings.simplefilter("ignore", ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
     trials = study.get_trials(deepcopy=False)
-    _fail_orphans(study, trials, grace)
-    return study.get_trials(deepcopy=False)
+    ages = _heartbeat_ages(study)
+    _fail_orphans(study, trials, grace, ages)
+    return study.get_trials(deepcopy=False), ages
 
 
 def _counts(trials, below: int | None = None) -> tuple[int, int]:
@@ -234,14 +236,15 @@ def _heartbeat_ages(study) -> dict[int, float] | None:
         return None
 
 
-def _say_silent(study, trials, worker: WorkerSettings, told: set, notice) -> None:
+def _say_silent(trials, ages: dict[int, float] | None, worker: WorkerSettings, told: set,
+                notice) -> None:
     """One line per other worker's RUNNING trial whose heartbeat stopped (once per trial): this
     worker waits for it up to the grace period before counting it failed."""
     from optuna.trial import TrialState  # about 1 s to import: only where a study is used
 
     if notice is None:
         return
-    ages = _heartbeat_ages(study) or {}
+    ages = ages or {}
     for t in trials:
         age = ages.get(t.number)
         if (t.state == TrialState.RUNNING and t.number not in told and age is not None
@@ -332,12 +335,12 @@ def run_study(name: str, objective: Objective, with_at: bool, n_trials: int = DE
         failures = 0
         told: set[int] = set()
         while True:
-            trials = _fail_stale(study, worker.grace_period)
+            trials, ages = _fail_stale(study, worker.grace_period)
             complete, running = _counts(trials)
             if complete >= n_trials:
                 break
             if complete + running >= n_trials:
-                _say_silent(study, trials, worker, told, notice)
+                _say_silent(trials, ages, worker, told, notice)
                 time.sleep(worker.poll_seconds)  # other workers are finishing the last trials
                 continue
             study.optimize(trial_objective, n_trials=1, catch=(_Surplus,),
