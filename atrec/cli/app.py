@@ -22,6 +22,7 @@ from atrec.propensity.registry import (
 )
 from atrec.protocols import PROTOCOLS, get_protocol
 from atrec.results.params import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
+from atrec.runtime import gcfreeze
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
@@ -54,6 +55,7 @@ class OneLineGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        gcfreeze.request()   # a process of its own: TensorFlow's objects skip the collector
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as exc:

@@ -8,7 +8,9 @@
 - :mod:`.compilecache`: compiled loops kept on disk;
 - :mod:`.compiled`: the compiled loops held in memory and the bound on them, with
   :mod:`.memwatch` (the resident size and its peak), :mod:`.libpages` (library pages given
-  back) and :mod:`.tracebacks` (loops traced without Python stack traces).
+  back) and :mod:`.tracebacks` (loops traced without Python stack traces);
+- :mod:`.gcfreeze`: TensorFlow's objects kept out of the garbage collector's walks, in atrec's
+  commands.
 
 :func:`configure` is everything ``import atrec`` sets up.
 """

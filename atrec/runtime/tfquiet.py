@@ -31,7 +31,7 @@ import re
 import sys
 import tempfile
 
-from atrec.runtime import kerasless
+from atrec.runtime import gcfreeze, kerasless
 
 LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 QUIET_LOG_LEVEL = "3"
@@ -108,7 +108,8 @@ def import_tensorflow():
 
 def _import():
     """TensorFlow, imported without its eager Keras load; imported plainly if that fails (a
-    TensorFlow that needs Keras to import: the half-imported modules are dropped first)."""
+    TensorFlow that needs Keras to import: the half-imported modules are dropped first). Its
+    objects are then frozen for the collector where a command asked (:mod:`.gcfreeze`)."""
     try:
         with kerasless.no_eager_keras():
             import tensorflow  # this function is TensorFlow's one import
@@ -116,6 +117,7 @@ def _import():
         for name in [n for n in sys.modules if n.split(".")[0] in ("tensorflow", "keras")]:
             del sys.modules[name]
         import tensorflow  # as above, with Keras
+    gcfreeze.after_import()
     return tensorflow
 
 
