@@ -30,7 +30,8 @@ $(STAMP): setup.cfg pyproject.toml examples/plugin/pyproject.toml
 install: $(STAMP)
 
 # One pytest process per test folder (tests/run_groups.py says why: one process for the whole
-# suite runs out of memory maps). PYTEST_ARGS go to each: make test PYTEST_ARGS="-x -k coat".
+# suite runs out of memory maps), two at a time (ATREC_TEST_JOBS=1: one). PYTEST_ARGS go to
+# each: make test PYTEST_ARGS="-x -k coat".
 test: $(STAMP)
 	$(PYTHON) tests/run_groups.py -q $(PYTEST_ARGS)
 
