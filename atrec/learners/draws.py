@@ -5,7 +5,10 @@ What is drawn is PROTOCOLS.md section 2's: every epoch each replica shuffles its
 (its observed pairs, or all ``users x items`` pairs for a propensity model) with its own NumPy
 ``RandomState`` and takes ``n // B`` full batches; a stage that also needs pairs from all
 ``users x items`` then shuffles those and gives batch ``j`` the slice ``[G B j, G B (j + 1))``.
-The shuffles are ``RandomState.permutation``'s, the same numbers from the same stream (tested).
+The shuffles are ``RandomState.permutation``'s own, of int64 positions: NumPy shuffles an
+array of pointer-sized items by a specialised path, about 30% faster than int32's (1.4 against
+2.0 ms for Coat's 87,000 pairs, 1.1-1.2 against 1.3-1.6 s for Yahoo's 15.4 M); the positions an
+epoch uses are then stored as int32.
 
 - **Only the active replicas draw.** A replica whose stopping rule has fired draws nothing more,
   so the next stage of that replica (a propensity model's pre-training is followed by the
@@ -31,14 +34,6 @@ import numpy as np
 # the worker's pause before it draws ahead: the loop call's Python part takes well under this,
 # so the loop holds no GIL when the shuffles take it (only speed depends on it, never numbers)
 DISPATCH_SECONDS = 0.002
-
-
-def permutation(rng: np.random.RandomState, n: int) -> np.ndarray:
-    """``rng.permutation(n)`` as int32: the same numbers from the same draws (the shuffle of a
-    1-d array does not depend on its dtype), a quarter less memory traffic than int64."""
-    out = np.arange(n, dtype=np.int32)
-    rng.shuffle(out)
-    return out
 
 
 class EpochDraws:
@@ -68,9 +63,9 @@ class EpochDraws:
         extra = np.zeros(shape + (self.width,), np.int32) if self.extra else None
         for k in replicas:
             r = self.rngs[k]
-            obs[:, k] = permutation(r, self.n)[:self.nb * self.batch_size].reshape(self.nb, -1)
+            obs[:, k] = r.permutation(self.n)[:self.nb * self.batch_size].reshape(self.nb, -1)
             if extra is not None:
-                extra[:, k] = permutation(r, self.total)[:self.nb * self.width].reshape(self.nb, -1)
+                extra[:, k] = r.permutation(self.total)[:self.nb * self.width].reshape(self.nb, -1)
         return obs, extra
 
     def next(self, active) -> tuple[np.ndarray, np.ndarray | None]:

@@ -108,16 +108,17 @@ def import_tensorflow():
 
 def _import():
     """TensorFlow, imported without its eager Keras load; imported plainly if that fails (a
-    TensorFlow that needs Keras to import: the half-imported modules are dropped first). Its
-    objects are then frozen for the collector where a command asked (:mod:`.gcfreeze`)."""
-    try:
-        with kerasless.no_eager_keras():
-            import tensorflow  # this function is TensorFlow's one import
-    except ImportError:
-        for name in [n for n in sys.modules if n.split(".")[0] in ("tensorflow", "keras")]:
-            del sys.modules[name]
-        import tensorflow  # as above, with Keras
-    gcfreeze.after_import()
+    TensorFlow that needs Keras to import: the half-imported modules are dropped first). The
+    import runs with the collector paused, its objects then frozen, where a command asked
+    (:mod:`.gcfreeze`)."""
+    with gcfreeze.importing():
+        try:
+            with kerasless.no_eager_keras():
+                import tensorflow  # this function is TensorFlow's one import
+        except ImportError:
+            for name in [n for n in sys.modules if n.split(".")[0] in ("tensorflow", "keras")]:
+                del sys.modules[name]
+            import tensorflow  # as above, with Keras
     return tensorflow
 
 

@@ -5,7 +5,7 @@ drawn for the replicas still training only, and a draw made ahead leaving no tra
 import numpy as np
 import pytest
 
-from atrec.learners.draws import EpochDraws, permutation
+from atrec.learners.draws import EpochDraws
 from atrec.learners.epochs import Group, ReferenceRule, Stage, run_stage
 from atrec.runtime import tf
 
@@ -26,13 +26,6 @@ def _epoch(rng, n, batch, total=None, extra=0):
     if not extra:
         return obs, None
     return obs, rng.permutation(total)[:nb * extra * batch].reshape(nb, extra * batch)
-
-
-def test_permutation_is_numpys_from_the_same_draws():
-    for n in (1, 7, 6960, 87_000):
-        a, b = _streams(5, 5)
-        np.testing.assert_array_equal(permutation(a, n), b.permutation(n))
-        assert _same_state(a, b)
 
 
 @pytest.mark.parametrize("ahead", [False, True])
