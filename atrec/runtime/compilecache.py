@@ -34,13 +34,14 @@ TensorFlow and flags: the same machine code. Coat's 240 records and the tests in
 
 TensorFlow writes an entry to a temporary file and renames it, so processes that share the
 folder (Dask workers, tuning workers) never read half an entry. An entry damaged afterwards
-makes the call fail ("Read less bytes than requested"), so :func:`configure` checks every entry's
-framing first (:func:`sweep`) and removes those that are not whole, with temporary files left by
-killed processes. If an entry still fails to load (cut short, or not the entry its name
+makes the call fail ("Read less bytes than requested"), so :func:`configure` checks the entries'
+framing first and removes those that are not whole, with temporary files left by killed
+processes (:func:`atrec.runtime.cacheentries.sweep`, which reads only the entries it has not
+found whole before). If an entry still fails to load (cut short, or not the entry its name
 promises), it is removed and the command stops with one line asking to run it again
 (TensorFlow remembers the failure for the rest of the process; the finished runs are kept):
-:func:`_cache_problem`. The folder is kept under :data:`LIMIT_MB` by removing the oldest
-entries.
+:func:`_cache_problem`. The folder is kept under
+:data:`atrec.runtime.cacheentries.LIMIT_MB` by removing the oldest entries.
 """
 
 from __future__ import annotations
@@ -49,22 +50,17 @@ import hashlib
 import os
 import platform
 import re
-import shutil
 import sys
 import threading
-import time
 from importlib import metadata
 from pathlib import Path
 
 from atrec.errors import AtrecError
 from atrec.runtime import settings
+from atrec.runtime.cacheentries import sweep
 
 CACHE_ENV = settings.COMPILE_CACHE_ENV
 OFF = ("off", "0", "no", "false", "none")
-LIMIT_MB = 2000
-"""Largest size of the cache folder (MB): an AT loop is 6-12 MB, an MF-IPS loop 1-3 MB, so this
-holds several hundred loops, every loop of Table 1 and of a few tuning runs."""
-
 _FLAG = "--tf_xla_persistent_cache_directory"
 _MARK = settings.XLA_CACHE_FLAG_ENV   # the flag atrec added to TF_XLA_FLAGS, seen by children
 _folder: Path | None = None     # where this process's entries go, None when the cache is off
@@ -153,91 +149,6 @@ def _drop_inherited_flag() -> None:
 def folder() -> Path | None:
     """This process's cache folder, None when the cache is off."""
     return _folder
-
-
-# ---------------------------------------------------------------------------------------------
-# Entries on disk
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if at >= len(data):
-            raise ValueError("truncated")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
-
-
-def entry_ok(path: Path) -> bool:
-    """Whether ``path`` is a whole entry: its top-level protobuf fields (the key, the HLO, the
-    executable) parse and end exactly at the end of the file, the executable present. Reads
-    the field headers only."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            at, fields = 0, set()
-            while at < size:
-                f.seek(at)
-                head = f.read(20)
-                tag, used = _varint(head, 0)
-                number, wire = tag >> 3, tag & 7
-                if wire != 2:
-                    return False
-                length, used = _varint(head, used)
-                at += used + length
-                fields.add(number)
-            return at == size and 3 in fields
-    except (OSError, ValueError):
-        return False
-
-
-def sweep(where: Path | None = None, limit_mb: float = LIMIT_MB) -> int:
-    """Remove entries that are not whole (:func:`entry_ok`) and folders under an entry's name,
-    then the oldest entries while the folder is over ``limit_mb``. Returns how many were
-    removed."""
-    where = where or _folder
-    if where is None or not where.is_dir():
-        return 0
-    removed = 0
-    entries = []
-    for path in where.glob("*.tmp"):   # a writer killed before its rename, an hour ago or more
-        try:
-            if path.stat().st_mtime < time.time() - 3600:
-                path.unlink()
-                removed += 1
-        except OSError:
-            pass
-    for path in where.glob("*.pb"):
-        if path.is_dir() and not path.is_symlink():     # not TensorFlow's: it would read it empty
-            shutil.rmtree(path, ignore_errors=True)
-            removed += 1
-            continue
-        if entry_ok(path):
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            entries.append((stat.st_mtime, stat.st_size, path))
-            continue
-        try:
-            path.unlink()
-            removed += 1
-        except OSError:
-            pass
-    total = sum(size for _, size, _ in entries)
-    for _, size, path in sorted(entries):
-        if total <= limit_mb * 2**20:
-            break
-        try:
-            path.unlink()
-            removed += 1
-            total -= size
-        except OSError:
-            pass
-    return removed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,9 +271,10 @@ def _cache_problem(err) -> str | None:
     if _folder is None:
         return None
     if isinstance(err, (tf.errors.OutOfRangeError, tf.errors.DataLossError)):
-        return "could not be read; it is removed now" if sweep(limit_mb=float("inf")) else None
+        cut_short = sweep(_folder, limit_mb=float("inf"), trust_list=False)
+        return "could not be read; it is removed now" if cut_short else None
     if isinstance(err, tf.errors.InvalidArgumentError) and any(m in err.message for m in MISMATCH):
-        sweep(limit_mb=0)
+        sweep(_folder, limit_mb=0)
         return "did not match its name; the folder was emptied"
     if isinstance(err, tf.errors.NotFoundError) and str(_folder) in err.message:
         return "was removed by another process while this one read it"

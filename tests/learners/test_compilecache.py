@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from atrec.runtime import compilecache
+from atrec.runtime import cacheentries, compilecache
 
 ENTRY = b"\x0a\x03abc" + b"\x12\x05hello" + b"\x1a\x04code"   # key, HLO, executable
 
@@ -34,7 +34,7 @@ def write(path: Path, data: bytes, age_s: float = 0.0) -> Path:
     (b"", False),
 ])
 def test_entry_ok_accepts_whole_entries_only(tmp_path, data, whole):
-    assert compilecache.entry_ok(write(tmp_path / "e.pb", data)) is whole
+    assert cacheentries.entry_ok(write(tmp_path / "e.pb", data)) is whole
 
 
 def test_sweep_removes_broken_entries_stale_temporaries_and_the_oldest(tmp_path):
@@ -45,11 +45,41 @@ def test_sweep_removes_broken_entries_stale_temporaries_and_the_oldest(tmp_path)
     broken = write(tmp_path / "broken.pb", big[:-5])
     stale = write(tmp_path / "x.pb123.tmp", b"partial", age_s=7200)
     writing = write(tmp_path / "y.pb456.tmp", b"partial")
-    assert all(compilecache.entry_ok(p) for p in (old, mid, new))
-    removed = compilecache.sweep(tmp_path, limit_mb=2.5)
+    assert all(cacheentries.entry_ok(p) for p in (old, mid, new))
+    removed = cacheentries.sweep(tmp_path, limit_mb=2.5)
     assert removed == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == [mid.name, new.name, writing.name]
+    assert sorted(p.name for p in tmp_path.glob("*.pb*")) == [mid.name, new.name, writing.name]
     assert not broken.exists() and not stale.exists() and not old.exists()
+
+
+def test_sweep_reads_again_only_entries_it_has_not_found_whole(tmp_path, monkeypatch):
+    kept = [write(tmp_path / f"e{i}.pb", ENTRY, age_s=100) for i in range(3)]
+    reads = []
+    real = cacheentries.entry_ok
+    monkeypatch.setattr(cacheentries, "entry_ok", lambda p: reads.append(p.name) or real(p))
+    assert cacheentries.sweep(tmp_path) == 0
+    assert sorted(reads) == ["e0.pb", "e1.pb", "e2.pb"]
+    reads.clear()
+    assert cacheentries.sweep(tmp_path) == 0
+    assert reads == []                                   # all on the list, unchanged
+    write(kept[0], ENTRY[:-1], age_s=100)                 # cut short after it was listed
+    write(kept[1], ENTRY + b"\x1a\x01x")                  # rewritten: another size and time
+    assert cacheentries.sweep(tmp_path) == 1
+    assert sorted(reads) == ["e0.pb", "e1.pb"]
+    assert not kept[0].exists() and kept[1].exists() and kept[2].exists()
+    reads.clear()
+    assert cacheentries.sweep(tmp_path, trust_list=False) == 0
+    assert sorted(reads) == ["e1.pb", "e2.pb"]           # told not to trust it: every entry
+
+
+def test_a_damaged_list_only_means_reading_every_entry(tmp_path, monkeypatch):
+    write(tmp_path / "e.pb", ENTRY)
+    broken = write(tmp_path / "f.pb", ENTRY[:-1])
+    (tmp_path / cacheentries.CHECKED).write_bytes(b"\xff\xfe garbage\nf.pb x y\n")
+    assert cacheentries.sweep(tmp_path) == 1 and not broken.exists()
+    stat = broken.with_name("e.pb").stat()
+    listed = (tmp_path / cacheentries.CHECKED).read_text()
+    assert listed == f"e.pb {stat.st_size} {stat.st_mtime_ns}\n"
 
 
 @pytest.fixture
@@ -189,7 +219,7 @@ def test_a_truncated_entry_is_removed_and_compiled_again(mf_cache, tmp_path):
         entry.write_bytes(entry.read_bytes()[:1000])
     again = run_fit(tmp_path, shift=0, kind="mf")
     assert again["values"] == first["values"] and again["entries"] == 1
-    assert all(compilecache.entry_ok(p) for p in folder.glob("*.pb"))
+    assert all(cacheentries.entry_ok(p) for p in folder.glob("*.pb"))
 
 
 BROKEN_WHILE_RUNNING = FIT.split("kinds = ")[0] + r"""
