@@ -135,6 +135,7 @@ def sweep(where: Path | None, limit_mb: float = LIMIT_MB, trust_list: bool = Tru
         except OSError:
             pass
     total = sum(size for _, size, _ in entries)
+    pruned = set()
     for _, size, path in sorted(entries):
         if total <= limit_mb * 2**20:
             break
@@ -142,9 +143,10 @@ def sweep(where: Path | None, limit_mb: float = LIMIT_MB, trust_list: bool = Tru
             path.unlink()
             removed += 1
             total -= size
-            checked = {mark for mark in checked if mark[0] != path.name}
+            pruned.add(path.name)
         except OSError:
             pass
+    checked = {mark for mark in checked if mark[0] not in pruned}
     if checked != before:
         _write_checked(where, checked)
     return removed

@@ -50,6 +50,8 @@ def test_sweep_removes_broken_entries_stale_temporaries_and_the_oldest(tmp_path)
     assert removed == 3
     assert sorted(p.name for p in tmp_path.glob("*.pb*")) == [mid.name, new.name, writing.name]
     assert not broken.exists() and not stale.exists() and not old.exists()
+    listed = (tmp_path / cacheentries.CHECKED).read_text().split()
+    assert listed[::3] == [mid.name, new.name]           # the pruned entry is off the list
 
 
 def test_sweep_reads_again_only_entries_it_has_not_found_whole(tmp_path, monkeypatch):
