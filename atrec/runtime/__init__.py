@@ -5,12 +5,13 @@
 - :mod:`.heap`: glibc's heaps and TensorFlow's CPU allocator;
 - :mod:`.tfquiet` and :mod:`.tf`: TensorFlow imported quietly, on first use
   (``from atrec.runtime import tf``: learners and plug-ins take TensorFlow from here);
-- :mod:`.compilecache`: compiled loops kept on disk;
+- :mod:`.compilecache`: compiled loops kept on disk, with :mod:`.cacheentries` (which entries
+  are whole, and the sweep that removes the others);
 - :mod:`.compiled`: the compiled loops held in memory and the bound on them, with
   :mod:`.memwatch` (the resident size and its peak), :mod:`.libpages` (library pages given
   back) and :mod:`.tracebacks` (loops traced without Python stack traces);
-- :mod:`.gcfreeze`: TensorFlow's objects kept out of the garbage collector's walks, in atrec's
-  commands.
+- :mod:`.gcfreeze`: TensorFlow's objects kept out of the garbage collector's walks, and no full
+  collection during TensorFlow's import, in atrec's commands.
 
 :func:`configure` is everything ``import atrec`` sets up.
 """
