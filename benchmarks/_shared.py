@@ -120,11 +120,12 @@ class ChildRun(NamedTuple):
     cpu_s: float     # user + system CPU seconds of the child and its threads
 
 
-def run_child(argv: list[str], env: dict, on_line=None) -> ChildRun:
-    """Run ``argv`` with ``env`` and measure it (:class:`ChildRun`). Each line of its standard
-    output goes to ``on_line``; without one, the output is discarded."""
+def run_child(argv: list[str], env: dict, on_line=None, cwd=None) -> ChildRun:
+    """Run ``argv`` with ``env`` (in the folder ``cwd``) and measure it (:class:`ChildRun`).
+    Each line of its standard output goes to ``on_line``; without one, the output is
+    discarded."""
     start = time.perf_counter()
-    child = subprocess.Popen(argv, env=env, text=True,
+    child = subprocess.Popen(argv, env=env, text=True, cwd=cwd,
                              stdout=subprocess.PIPE if on_line else subprocess.DEVNULL)
     if on_line:
         for line in child.stdout:

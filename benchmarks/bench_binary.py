@@ -19,10 +19,12 @@ For a method other than MF the case then times MF the same way at the method's e
 (MF's reference values with ``dim`` replaced, from a parameter file), and prints ``x MF``, the
 method's CPU over that MF's: issue 34 asks each method to stay within 3x of MF.
 
-Beside each Coat figure: the reference code's cost for 20 runs, from the CPU time per run of its
-scripts on Coat that issue 33 ("Speed") gives, about 6 s for ``MF.py`` and 9 s for DR-JL's;
-no such figure is given for IPS or for Yahoo, so none is printed. ``x faster`` = the reference
-CPU for 20 runs / atrec's CPU for the 20 seeds. Figures to read, never asserted.
+Beside each figure: the reference code's cost for 20 runs and ``x faster`` = that CPU / atrec's
+CPU for the 20 seeds. With ``ATREC_REFERENCE_CODE`` set to a runnable copy of the reference
+scripts (``reference_code.py`` says what that takes), the method's script is timed on this
+machine, on the same data, so both figures come from the same cores; otherwise, on Coat, the
+CPU per run that issue 33 ("Speed") gives for ``MF.py`` (about 6 s) and DR-JL's (about 9 s),
+measured on another machine, and for any other case none. Figures to read, never asserted.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import reference_code
 from _shared import (  # noqa: E402
     SHARED,
     install_yahoo_size,
@@ -48,7 +51,8 @@ SEEDS = 20
 YAHOO_METHODS = ("mf", "mf-ips", "dr-jl")
 VARIANT_SUFFIXES = ("-coded", "-textbook", "-corrected")
 DATA = {"coat": "coat", "yahoo-size": "yahoo"}   # case name -> the --dataset it trains
-# the reference scripts' CPU seconds per run on Coat (issue 33, "Speed")
+# the reference scripts' CPU seconds per run on Coat that issue 33 ("Speed") gives, measured on
+# another machine: printed when ATREC_REFERENCE_CODE does not let the bench time them here
 REFERENCE_CPU_PER_RUN = {"mf": 6.0, "dr-jl": 9.0}
 
 
@@ -111,10 +115,17 @@ def run_case(case: str) -> None:
         mf_run = _train(DATA[data], "mf", str(mf[0]), new("results")) if mf else None
     line = (f"{case:22s} wall {run.wall:7.1f} s  cpu {run.cpu_s:7.1f} s  "
             f"({run.cpu_s / SEEDS:5.2f} s CPU per seed)  peak {run.peak_mb:6.0f} MB")
-    ref = REFERENCE_CPU_PER_RUN.get(method) if data == "coat" else None
-    if ref is not None:
-        line += (f"  | reference code: ~{ref * SEEDS:.0f} s CPU for {SEEDS} runs, "
-                 f"{ref * SEEDS / run.cpu_s:.1f}x faster")
+    measured = reference_code.cpu_per_run(method, DATA[data])
+    if isinstance(measured, str):
+        line += f"  | reference code: no figure, {measured}"
+    elif measured is not None:
+        ref, runs, script = measured
+        line += (f"  | {script} here: {ref:.1f} s CPU per run (mean of {runs}), "
+                 f"~{ref * SEEDS:.0f} s for {SEEDS} runs, {ref * SEEDS / run.cpu_s:.1f}x faster")
+    elif data == "coat" and method in REFERENCE_CPU_PER_RUN:
+        ref = REFERENCE_CPU_PER_RUN[method]
+        line += (f"  | reference code (the issue's figure, another machine): ~{ref * SEEDS:.0f}"
+                 f" s CPU for {SEEDS} runs, {ref * SEEDS / run.cpu_s:.1f}x faster")
     if mf_run is not None:
         line += (f"  | MF at dim {mf[1]}: {mf_run.cpu_s:.1f} s CPU, "
                  f"{run.cpu_s / mf_run.cpu_s:.1f}x MF")

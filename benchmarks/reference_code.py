@@ -1,0 +1,100 @@
+"""The binary reference code's own cost, measured on this machine, for ``bench_binary.py``.
+
+The binary protocol's speed target compares atrec's 20 seeds with 20 runs of the method's
+reference script on the same cores. The issue gives the scripts' CPU per run on Coat for MF
+and DR-JL only, measured elsewhere; this module times the scripts here instead, when you give
+it a runnable copy of them (atrec ships none of their code):
+
+    ATREC_REFERENCE_CODE=/path/to/ICDE24-MNAR/real_world \
+    ATREC_REFERENCE_PYTHON=/path/to/venv-with-torch/bin/python \
+    python benchmarks/bench_binary.py coat:mf
+
+``ATREC_REFERENCE_CODE`` is a folder in which ``python <script> --dataset coat`` (or
+``yahoo``) trains the method on the CPU: the collection's ``real_world/`` folder, plus the
+``arguments.py`` it imports but does not ship, a CPU fallback for its ``.cuda()`` calls and the
+one-line fixes PROTOCOLS.md section 5 item 4 names. docs/performance.md ("The reference
+scripts on the same machine") says what those were here. ``ATREC_REFERENCE_RUNS`` (default 1)
+runs each script that many times and gives the mean.
+
+Each run happens in a new temporary folder holding links to the folder's files and a
+``data/`` folder as the scripts' loader reads it: Coat's ``train.ascii`` and ``test.ascii``
+from the shared copy, or the Yahoo-size synthetic data written as Yahoo! R3's triplet files
+(1-based ids, tab-separated ``user item rating``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from _shared import SHARED, run_child, yahoo_size_data
+
+YAHOO_FILES = {"train": "ydata-ymusic-rating-study-v1_0-train.txt",
+               "test": "ydata-ymusic-rating-study-v1_0-test.txt"}
+
+
+def configured() -> Path | None:
+    """The folder of runnable reference scripts, or ``None`` when none is given."""
+    folder = os.environ.get("ATREC_REFERENCE_CODE")
+    return Path(folder).expanduser().resolve() if folder else None
+
+
+def script_of(method: str) -> str | None:
+    """The file name of ``method``'s reference script (``DT-IPS.py``), from the method's
+    ``reference`` attribute; ``None`` for a method without one."""
+    from atrec.methods.registry import registry_for
+
+    reference = getattr(registry_for("binary-icde24").get(method), "reference", "") or ""
+    name = reference.rsplit("/", 1)[-1]
+    return name if name.endswith(".py") else None
+
+
+def _write_yahoo_size(where: Path) -> None:
+    import numpy as np
+
+    data = yahoo_size_data()
+    where.mkdir(parents=True)
+    for part, ratings in (("train", data.train), ("test", data.test)):
+        rows = np.stack([np.asarray(ratings.user) + 1, np.asarray(ratings.item) + 1,
+                         np.asarray(ratings.rating)], axis=1).astype(np.int64)
+        np.savetxt(where / YAHOO_FILES[part], rows, fmt="%d", delimiter="\t")
+
+
+def _workdir(code: Path, dataset: str, root: Path) -> Path:
+    work = root / "work"
+    work.mkdir()
+    for item in code.iterdir():
+        if item.name != "data":
+            (work / item.name).symlink_to(item)
+    (work / "data").mkdir()
+    if dataset == "coat":
+        (work / "data" / "coat").symlink_to((SHARED / "coat").resolve())
+    else:
+        _write_yahoo_size(work / "data" / "yahoo")
+    return work
+
+
+def cpu_per_run(method: str, dataset: str) -> tuple[float, int, str] | str | None:
+    """``(mean CPU seconds per run, runs, script)`` of ``method``'s reference script on
+    ``dataset`` (``coat`` or ``yahoo``, the Yahoo-size data) on this machine; ``None`` when no
+    folder is configured or it lacks the script; a one-line message when a run fails (no
+    figure: one from a run that did not finish would mislead)."""
+    code, script = configured(), script_of(method)
+    if code is None or script is None or not (code / script).is_file():
+        return None
+    python = os.environ.get("ATREC_REFERENCE_PYTHON") or sys.executable
+    runs = max(1, int(os.environ.get("ATREC_REFERENCE_RUNS", "1")))
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    total = 0.0
+    with tempfile.TemporaryDirectory(prefix="atrec-bench-reference-") as tmp:
+        work = _workdir(code, dataset, Path(tmp))
+        for _ in range(runs):
+            run = run_child([python, script, "--dataset", dataset], dict(env, PWD=str(work)),
+                            cwd=work)
+            if run.code:
+                return (f"{script} exited with {run.code} on {dataset}: make `{python} "
+                        f"{script} --dataset {dataset}` run in {code} (docs/performance.md)")
+            total += run.cpu_s
+    return total / runs, runs, script
