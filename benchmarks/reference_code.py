@@ -82,6 +82,9 @@ def cpu_per_run(method: str, dataset: str) -> tuple[float, int, str] | str | Non
     folder is configured or it lacks the script; a one-line message when a run fails (no
     figure: one from a run that did not finish would mislead)."""
     code, script = configured(), script_of(method)
+    if code is not None and not code.is_dir():
+        return (f"ATREC_REFERENCE_CODE={code} is not a folder: point it at the reference "
+                f"scripts' folder, or unset it")
     if code is None or script is None or not (code / script).is_file():
         return None
     python = os.environ.get("ATREC_REFERENCE_PYTHON") or sys.executable
