@@ -31,9 +31,6 @@ from pathlib import Path
 
 from _shared import SHARED, run_child, yahoo_size_data
 
-YAHOO_FILES = {"train": "ydata-ymusic-rating-study-v1_0-train.txt",
-               "test": "ydata-ymusic-rating-study-v1_0-test.txt"}
-
 
 def configured() -> Path | None:
     """The folder of runnable reference scripts, or ``None`` when none is given."""
@@ -54,12 +51,14 @@ def script_of(method: str) -> str | None:
 def _write_yahoo_size(where: Path) -> None:
     import numpy as np
 
+    from atrec.data.catalogue import YAHOO_TEST, YAHOO_TRAIN
+
     data = yahoo_size_data()
     where.mkdir(parents=True)
-    for part, ratings in (("train", data.train), ("test", data.test)):
+    for name, ratings in ((YAHOO_TRAIN, data.train), (YAHOO_TEST, data.test)):
         rows = np.stack([np.asarray(ratings.user) + 1, np.asarray(ratings.item) + 1,
                          np.asarray(ratings.rating)], axis=1).astype(np.int64)
-        np.savetxt(where / YAHOO_FILES[part], rows, fmt="%d", delimiter="\t")
+        np.savetxt(where / name, rows, fmt="%d", delimiter="\t")
 
 
 def _workdir(code: Path, dataset: str, root: Path) -> Path:
@@ -94,8 +93,7 @@ def cpu_per_run(method: str, dataset: str) -> tuple[float, int, str] | str | Non
     with tempfile.TemporaryDirectory(prefix="atrec-bench-reference-") as tmp:
         work = _workdir(code, dataset, Path(tmp))
         for _ in range(runs):
-            run = run_child([python, script, "--dataset", dataset], dict(env, PWD=str(work)),
-                            cwd=work)
+            run = run_child([python, script, "--dataset", dataset], env, cwd=work)
             if run.code:
                 return (f"{script} exited with {run.code} on {dataset}: make `{python} "
                         f"{script} --dataset {dataset}` run in {code} (docs/performance.md)")
