@@ -70,8 +70,8 @@ def tower(p, prefix: str, users, items):
     ``A1`` first and the pairs gather the rows of those products, as
     :func:`atrec.learners.binary_models.ncf_logit` does for the NCF propensity. Coat's tables
     hold 290 and 300 rows against a batch's 1,024 pairs, so the products and their gradients
-    are about three times smaller, and a 20-seed run takes about a quarter less CPU
-    (docs/performance.md); the sums are the same, in another order."""
+    are about three times smaller, and the training stage of 20 seeds takes about a quarter
+    less CPU (docs/performance.md); the sums are the same, in another order."""
     a1 = p[prefix + "1_a"]
     k = a1.shape[1] // 2
     by_user = tf.matmul(p["share_W"], a1[:, :k])
