@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import reference_code
-from _shared import (  # noqa: E402
+from _shared import (
     SHARED,
     install_yahoo_size,
     machine,
