@@ -1,11 +1,12 @@
-"""The binary engine's batch positions (atrec.learners.draws): the reference code's shuffles,
-drawn for the replicas still training only, and a draw made ahead leaving no trace on a stream.
+"""The binary engine's batch positions (atrec.learners.draws): the reference code's shuffles and
+its law for the pairs of all users x items, drawn for the replicas still training only, and a
+draw made ahead leaving no trace on a stream.
 """
 
 import numpy as np
 import pytest
 
-from atrec.learners.draws import EpochDraws
+from atrec.learners.draws import SAMPLED_SHARE, EpochDraws, distinct_positions
 from atrec.learners.epochs import Group, ReferenceRule, Stage, run_stage
 from atrec.runtime import tf
 
@@ -20,17 +21,64 @@ def _same_state(a, b):
 
 
 def _epoch(rng, n, batch, total=None, extra=0):
-    """One epoch of one replica drawn as the reference code draws it."""
+    """One epoch of one replica: the reference code's shuffle of its observed pairs, then its
+    pairs of all users x items."""
     nb = n // batch
     obs = rng.permutation(n)[:nb * batch].reshape(nb, batch)
     if not extra:
         return obs, None
-    return obs, rng.permutation(total)[:nb * extra * batch].reshape(nb, extra * batch)
+    return obs, distinct_positions(rng, total, nb * extra * batch).reshape(nb, extra * batch)
 
 
+def _first_occurrences(values):
+    seen, kept = set(), []
+    for v in values:
+        if v not in seen:
+            seen.add(v)
+            kept.append(v)
+    return kept
+
+
+def test_a_small_share_is_the_first_distinct_values_of_uniform_draws():
+    total, m = 1000, 100   # 10% of all pairs: drawn, repeats dropped
+    assert m <= SAMPLED_SHARE * total
+    got = distinct_positions(np.random.RandomState(3), total, m)
+    # one batch of draws: m, plus m^2 // total + 64 spare for the repeats
+    raw = np.random.RandomState(3).randint(0, total, size=m + m * m // total + 64, dtype=np.int64)
+    assert len(set(raw)) < len(raw)   # the case has repeats to drop
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, _first_occurrences(raw)[:m])
+
+
+def test_a_larger_share_is_the_shuffles_first_entries():
+    total, m = 1000, 126
+    assert m > SAMPLED_SHARE * total
+    np.testing.assert_array_equal(distinct_positions(np.random.RandomState(3), total, m),
+                                  np.random.RandomState(3).permutation(total)[:m])
+    with pytest.raises(ValueError, match="cannot draw 1001 distinct positions of 1000"):
+        distinct_positions(np.random.RandomState(3), total, 1001)
+
+
+def test_drawn_pairs_have_the_law_of_a_shuffles_first_entries():
+    """Every ordered pair of distinct positions of 16 equally often: a chi-square statistic
+    over the 240 cells (239 degrees of freedom: mean 239, sd 21.9) well inside its range."""
+    total, draws = 16, 24_000
+    rng = np.random.RandomState(11)
+    counts = np.zeros((total, total))
+    for _ in range(draws):
+        a, b = distinct_positions(rng, total, 2)
+        counts[a, b] += 1
+    assert not np.diag(counts).any()
+    expected = draws / (total * (total - 1))
+    off = counts[~np.eye(total, dtype=bool)]
+    chi2 = ((off - expected) ** 2 / expected).sum()
+    assert 239 - 6 * 21.9 < chi2 < 239 + 6 * 21.9
+
+
+@pytest.mark.parametrize("total", [20, 400])   # m = 18: shuffled whole; drawn
 @pytest.mark.parametrize("ahead", [False, True])
-def test_each_epoch_is_the_reference_draw_of_the_active_replicas(ahead):
-    n, batch, total, extra = 10, 3, 20, 2
+def test_each_epoch_is_the_reference_draw_of_the_active_replicas(ahead, total):
+    n, batch, extra = 10, 3, 2
     mine, ref = _streams(3, 4, 5), _streams(3, 4, 5)
     # replica 1 stops after the first epoch, replica 2 after the second
     actives = [[True, True, True], [True, False, True], [True, False, False]]

@@ -53,6 +53,7 @@ import numpy as np
 
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
+from atrec.learners.draws import distinct_positions
 from atrec.learners.epochs import Batch, Group, ReferenceRule, Stage, StepState
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary.base import COMMON, GAMMA, BinaryMethod, Trained
@@ -275,7 +276,7 @@ class BinaryTDRJL(BinaryMethod):
         """The one targeted predictor step after the rule fired (module doc), eagerly."""
         batch, total = int(run.values["batch_size"]), run.num_users * run.num_items
         rows = np.stack([r.permutation(run.n_train)[:batch] for r in run.rngs]).astype(np.int32)
-        pairs = np.stack([r.permutation(total)[:ratio * batch] for r in run.rngs])
+        pairs = np.stack([distinct_positions(r, total, ratio * batch) for r in run.rngs])
         c = {**run.consts, **consts}
         rows = tf.constant(rows)
         b = _fresh_batch(c, rows, pairs, run.num_items)
