@@ -6,9 +6,9 @@ module does exactly that for ``R`` stacked replicas (one per seed):
 
 - **batches**: every epoch each replica shuffles its observed pairs (its own NumPy stream) and
   takes ``n // B`` full batches, the remainder dropped; a stage that also needs pairs drawn from
-  all ``users x items`` shuffles those once per epoch and gives batch ``j`` the slice
-  ``[G B j, G B (j + 1))``. A stage whose primary source is "all pairs" (a propensity model
-  regressing ``o``) shuffles those instead. :class:`atrec.learners.draws.EpochDraws` draws
+  all ``users x items`` draws ``n // B x G B`` distinct ones per epoch, with the law of a shuffle's
+  first entries, and gives batch ``j`` the slice ``[G B j, G B (j + 1))``. A stage whose primary
+  source is "all pairs" (a propensity model regressing ``o``) shuffles those instead. :class:`atrec.learners.draws.EpochDraws` draws
   them, for the replicas still training only, one epoch ahead;
 - **PyTorch's Adam** (:func:`torch_adam`): betas 0.9/0.999, eps added after bias correction,
   ``weight_decay`` added to the gradient (coupled L2), dense: every row of every table moves at

@@ -4,7 +4,8 @@ collection, classes ``MF_CVIB`` and ``MF_DIB``; PROTOCOLS.md section 4).
 - ``cvib`` (Wang et al., NeurIPS 2020): one MF; per batch ``mean_O BCE(q, y) + alpha
   [-qbar_O log qbar_D - (1 - qbar_O) log(1 - qbar_D)] + gamma mean_O q log q``, with ``qbar_O``
   and ``qbar_D`` the mean predictions over the observed batch and over ``B`` pairs drawn from
-  all ``users x items`` (the epoch's shuffle of all pairs, sliced per batch); the stopping rule
+  all ``users x items`` (the epoch's distinct pairs, sliced per batch:
+  :mod:`atrec.learners.draws`); the stopping rule
   sums the batch means of the cross-entropy alone;
 - ``dib`` (Liu et al., RecSys 2021): an unbiased ``(pred_W, pred_H)`` and a biased
   ``(bias_W, bias_H)`` embedding pair, ``s_u = sigmoid<Wu, Hu>``, ``s_b = sigmoid<Wb, Hb>``,

@@ -6,7 +6,8 @@ A predictor MF and an imputation MF, both of size ``k`` (4, the class default th
 override), each with its own PyTorch Adam (``lr``, weight decay ``lam``). The propensity is the
 fixed naive-Bayes one of :mod:`atrec.methods.binary.naive_bayes` (``P(y = 1)`` read from the 5%
 MCAR slice; not clipped), each observed pair weighted by its own label's class. Per batch of
-``B`` observed pairs ``O`` and ``G B`` pairs ``D`` from the epoch's shuffle of all pairs:
+``B`` observed pairs ``O`` and ``G B`` pairs ``D`` from the epoch's distinct pairs of all
+users x items (:mod:`atrec.learners.draws`):
 
 1. predictor (imputation frozen, ``q_hat`` its probability):
    ``(1/B)[sum_O w BCE(q, y) - sum_O c BCE(q, q_hat)] + (1/(G B)) sum_D BCE(q, q_hat)``;

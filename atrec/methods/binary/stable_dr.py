@@ -5,8 +5,8 @@ A predictor MF and an imputation MF of size ``k`` returning logits (the sigmoid 
 caller, PyTorch's clamped cross-entropy on the probabilities), and the naive-Bayes propensity of
 :mod:`atrec.methods.binary.naive_bayes` with a learned scalar smoothing ``mu`` (starts at 0;
 ``P(y = 1)`` read from the 5% MCAR slice; not clipped; ``w = 1 / p_hat``). Per batch of ``B``
-observed pairs ``O`` and ``G B`` pairs ``D`` (``G`` = ``uniform_ratio``) from the epoch's shuffle
-of all pairs, with ``l`` the predictor's logit and ``s`` the sigmoid:
+observed pairs ``O`` and ``G B`` pairs ``D`` (``G`` = ``uniform_ratio``) from the epoch's distinct
+pairs of all users x items, with ``l`` the predictor's logit and ``s`` the sigmoid:
 
 1. imputation (own Adam, ``lr``, ``lam``): ``sum_O w (e - e_hat)^2`` with ``e = BCE(s(sg l), y)``
    and ``e_hat`` the imputed error;
