@@ -323,6 +323,28 @@ def test_bad_input(case: Case, coat_dir, tmp_path, monkeypatch):
         load_record(record_path("coat", "item", "published", 0, results))
 
 
+def test_more_uniform_pairs_than_the_data_have_is_one_line_and_writes_no_file(coat_dir,
+                                                                               tmp_path):
+    """A binary method's epoch takes distinct pairs of all users x items: a uniform_ratio that
+    asks for more than Coat's 87,000 is refused in one line when training starts (the run's
+    folder, empty, is all it leaves)."""
+    results = tmp_path / "results"
+    params = tmp_path / "params.yaml"
+    params.write_text("coat:\n  dr-bias/none: {dim: 4, lam: 0.001, lr: 0.05, batch_size: 128, "
+                      "uniform_ratio: 20}\n")
+    env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(results),
+           "ATREC_COAT_SOURCE": None}
+    result = CliRunner().invoke(main, ["train", "--protocol", "binary-icde24", "--method",
+                                       "dr-bias", "--dataset", "coat", "--seeds", "1", "-q",
+                                       "--params", str(params)], env=env)
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.stderr.strip() == (
+        "error: dr-bias: an epoch takes 138,240 distinct pairs of all users x items (20 per "
+        "observed pair, batches of 128) and the data have 87,000; lower uniform_ratio in the "
+        "parameters")
+    assert not [f for f in results.rglob("*") if f.is_file()]
+
+
 def test_load_runs_names_a_record_nested_too_deep(tmp_path):
     """The Python API reads records through the same validation: no RecursionError."""
     import atrec

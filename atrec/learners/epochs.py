@@ -6,10 +6,11 @@ module does exactly that for ``R`` stacked replicas (one per seed):
 
 - **batches**: every epoch each replica shuffles its observed pairs (its own NumPy stream) and
   takes ``n // B`` full batches, the remainder dropped; a stage that also needs pairs drawn from
-  all ``users x items`` draws ``n // B x G B`` distinct ones per epoch, with the law of a shuffle's
-  first entries, and gives batch ``j`` the slice ``[G B j, G B (j + 1))``. A stage whose primary
-  source is "all pairs" (a propensity model regressing ``o``) shuffles those instead. :class:`atrec.learners.draws.EpochDraws` draws
-  them, for the replicas still training only, one epoch ahead;
+  all ``users x items`` draws ``n // B x G B`` distinct ones per epoch, with the law of a
+  shuffle's first entries, and gives batch ``j`` the slice ``[G B j, G B (j + 1))``. A stage
+  whose primary source is "all pairs" (a propensity model regressing ``o``) shuffles those
+  instead. :class:`atrec.learners.draws.EpochDraws` draws them, for the replicas still training
+  only, one epoch ahead;
 - **PyTorch's Adam** (:func:`torch_adam`): betas 0.9/0.999, eps added after bias correction,
   ``weight_decay`` added to the gradient (coupled L2), dense: every row of every table moves at
   every step, as PyTorch's dense embedding gradients make it;
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from atrec.errors import AtrecError
 from atrec.learners.draws import EpochDraws
 from atrec.runtime import compiled, tf
 
@@ -290,6 +292,16 @@ class StageResult:
     extras: dict = field(default_factory=dict)
 
 
+def _check_pairs(stage: Stage, n: int, total: int) -> None:
+    """An epoch's pairs from all users x items must be distinct, so there must be enough."""
+    need = n // stage.batch_size * stage.extra * stage.batch_size
+    if stage.extra and need > total:
+        raise AtrecError(
+            f"{stage.name}: an epoch takes {need:,} distinct pairs of all users x items "
+            f"({stage.extra} per observed pair, batches of {stage.batch_size}) and the data have "
+            f"{total:,}; lower uniform_ratio in the parameters")
+
+
 def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n: int,
               num_users: int, num_items: int, rule=None, validate: Callable | None = None,
               max_epochs: int = MAX_EPOCHS) -> StageResult:
@@ -301,6 +313,7 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
     best epoch's parameters are returned.
     """
     replicas = len(rngs)
+    _check_pairs(stage, n, num_users * num_items)
     rule = rule or ReferenceRule(replicas)
     groups_key = tuple((g, s.names, s.lr, s.wd) for g, s in sorted(stage.groups.items()))
     loop = _epoch_loop(stage.step, groups_key, stage.source, bool(stage.extra), num_items,

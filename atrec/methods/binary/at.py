@@ -5,8 +5,8 @@ The ICDE 2024 collection has an AT class (``MF_ASIPS``) that no script runs. As 
 A2 are two predictors the method trains (IPS-trained MFs for ``mf-ips``) from different
 initialisations, sharing one propensity model; then A3, a fresh MF, learns by cross-entropy on
 A1's predicted probability over pairs drawn from all users x items (:data:`AT_RATIO` times the
-batch size per observed batch, distinct within an epoch, as the reference code's ``G = 4``), on the
-pairs where A1 and A2 agree. The reference code keeps a pair when ``q1 - q2 < tau``, without
+batch size per observed batch, distinct within an epoch, as the reference code's ``G = 4``), on
+the pairs where A1 and A2 agree. The reference code keeps a pair when ``q1 - q2 < tau``, without
 the absolute value; atrec keeps it when ``|q1 - q2| <= epsilon`` (AT's own rule; the
 ``epsilon`` hyperparameter), as PROTOCOLS.md says. A3 trains under the protocol's rule (the
 reference rule on its summed loss, or early stopping on its validation criterion) and is what
