@@ -143,3 +143,39 @@ def test_the_ncf_propensity_by_hand_and_its_gradient_by_finite_differences():
             diff = sum(tf.reduce_sum(loss({**params, name: tf.constant(x, tf.float64)})).numpy()
                        * sign for x, sign in ((up, 1), (down, -1))) / (2 * h)
             assert abs(grads[name].numpy()[index] - diff) < 1e-6, (name, index)
+
+
+def test_the_rows_form_of_the_ncf_logit_by_hand_and_its_gradient_by_finite_differences():
+    """``a . [W_u ; H_i] + b`` with the rows gathered (binary_models.ncf_logit_rows, TDR's
+    logistic propensity on frozen tables) against the concatenation written out, and the
+    gradients of ``a`` and ``b``, the parameters that train, against finite differences."""
+    rng = np.random.default_rng(5)
+    raw = {"tprop_W": rng.normal(size=(2, 4, 3)), "tprop_H": rng.normal(size=(2, 5, 3)),
+           "tprop_a": rng.normal(size=(2, 6)), "tprop_b": rng.normal(size=(2,))}
+    users, items = np.array([[0, 3, 3], [1, 2, 0]]), np.array([[4, 0, 4], [1, 1, 3]])
+    want = np.stack([[raw["tprop_a"][r] @ np.concatenate([raw["tprop_W"][r, u],
+                                                          raw["tprop_H"][r, i]])
+                      + raw["tprop_b"][r] for u, i in zip(users[r], items[r])]
+                     for r in range(2)])
+    params = {k: tf.constant(v, tf.float64) for k, v in raw.items()}
+    u, i = tf.constant(users), tf.constant(items)
+    got = bm.ncf_logit_rows(params, u, i, "tprop").numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got, bm.ncf_logit(params, u, i, "tprop").numpy(), rtol=1e-12)
+
+    def loss(p):
+        q = tf.sigmoid(bm.ncf_logit_rows(p, u, i, "tprop"))
+        return tf.reduce_mean(tf.square(q - 0.3), axis=-1)
+
+    trained = ("tprop_a", "tprop_b")
+    state = StepState(params, {}, {"logit": Group(trained)}, {}, {})
+    _, grads = state.gradients(trained, loss)
+    h = 1e-6
+    for name in trained:
+        for index in np.ndindex(raw[name].shape):
+            up, down = raw[name].copy(), raw[name].copy()
+            up[index] += h
+            down[index] -= h
+            diff = sum(tf.reduce_sum(loss({**params, name: tf.constant(x, tf.float64)})).numpy()
+                       * sign for x, sign in ((up, 1), (down, -1))) / (2 * h)
+            assert abs(grads[name].numpy()[index] - diff) < 1e-7, (name, index)

@@ -109,7 +109,7 @@ def _logistic_step(state, b):
     features = {n: state.consts[n] for n in FEATURES}
 
     def loss(p):
-        q = tf.sigmoid(bm.ncf_logit({**features, **p}, b.users, b.items, "tprop"))
+        q = tf.sigmoid(bm.ncf_logit_rows({**features, **p}, b.users, b.items, "tprop"))
         return tf.reduce_mean(losses.bce(q, b.labels), -1)
 
     return sgd_momentum(state, "logit", loss, SGD_LR, SGD_MOMENTUM)
