@@ -68,12 +68,28 @@ def distinct_positions(rng: np.random.RandomState, total: int, m: int) -> np.nda
         spare = m * m // total + 64
         more = rng.randint(0, total, size=m - kept.size + spare, dtype=np.int64)
         drawn = np.concatenate([drawn, more])
-        kept = _first_occurrences(drawn)
+        kept = _first_occurrences(drawn, total)
     return kept[:m]
 
 
-def _first_occurrences(drawn: np.ndarray) -> np.ndarray:
-    """``drawn`` without any value's later occurrences, in order."""
+def _first_occurrences(drawn: np.ndarray, total: int) -> np.ndarray:
+    """``drawn`` (values in ``range(total)``) without any value's later occurrences, in order.
+
+    Each draw is packed with its place as ``value << b | place`` and the keys sorted once:
+    equal values then sit together, their first place first, so every later occurrence is
+    found by comparing neighbours (at Yahoo's size, 1.6 M draws: 0.03 against 0.07 s for
+    finding the repeated values in the draws). Where the keys would not fit in 63 bits, the
+    repeated values are located in the draws instead. Either way the same result."""
+    bits = max(1, int(drawn.size).bit_length())
+    if int(total).bit_length() + bits <= 63:
+        keys = np.sort((drawn << bits) | np.arange(drawn.size, dtype=np.int64))
+        values = keys >> bits
+        later = (keys[1:] & ((1 << bits) - 1))[values[1:] == values[:-1]]
+        if not later.size:
+            return drawn
+        keep = np.ones(drawn.size, bool)
+        keep[later] = False
+        return drawn[keep]
     ordered = np.sort(drawn)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     if not repeated.size:

@@ -6,6 +6,7 @@ draw made ahead leaving no trace on a stream.
 import numpy as np
 import pytest
 
+from atrec.learners import draws
 from atrec.learners.draws import SAMPLED_SHARE, EpochDraws, distinct_positions
 from atrec.learners.epochs import Group, ReferenceRule, Stage, run_stage
 from atrec.runtime import tf
@@ -48,6 +49,17 @@ def test_a_small_share_is_the_first_distinct_values_of_uniform_draws():
     assert len(set(raw)) < len(raw)   # the case has repeats to drop
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, _first_occurrences(raw)[:m])
+
+
+@pytest.mark.parametrize("total", [1000, 2 ** 60])
+def test_both_ways_of_dropping_repeats_keep_each_values_first_draw(total):
+    """Packed keys where ``value << b | place`` fits in 63 bits (1000), the repeated values
+    located in the draws where it does not (2 ** 60): the same first occurrences, in order."""
+    raw = np.random.RandomState(8).randint(0, 1000, size=400, dtype=np.int64)
+    assert len(set(raw)) < len(raw)
+    np.testing.assert_array_equal(draws._first_occurrences(raw, total), _first_occurrences(raw))
+    unique = np.arange(7, dtype=np.int64)[::-1]
+    np.testing.assert_array_equal(draws._first_occurrences(unique, total), unique)
 
 
 def test_a_larger_share_is_the_shuffles_first_entries():
