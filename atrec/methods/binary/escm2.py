@@ -86,7 +86,7 @@ def _all_terms(state, p, b, prop_fn):
     c_d = tf.clip_by_value(prop_fn(p, b.all_users, b.all_items), state.hp["gamma"], 1.0)
     q_d = bm.mf_prob(p, "pred", b.all_users, b.all_items)
     y_d = labels_at(state.consts["labels_all"], b.all_users, b.all_items,
-                    tf.shape(p["pred_H"])[1])
+                    tf.shape(p["pred_H"])[1], q_d.dtype)
     return (q_d,) + ctr_ctcvr(c_d, q_d, b.all_o, y_d)
 
 
@@ -160,7 +160,8 @@ def esmm_step(state, b):
     def loss(p):
         c = tf.clip_by_value(_mf_prop(p, b.users, b.items), hp["gamma"], 1.0)
         q = bm.mf_prob(p, "pred", b.users, b.items)
-        y = labels_at(state.consts["labels_all"], b.users, b.items, tf.shape(p["pred_H"])[1])
+        y = labels_at(state.consts["labels_all"], b.users, b.items, tf.shape(p["pred_H"])[1],
+                      q.dtype)
         prop, ctcvr = ctr_ctcvr(c, q, b.labels, y)
         return hp["alpha"] * prop + ctcvr
     return joint_step(state, loss, ("pred", "prop"))

@@ -30,19 +30,22 @@ IMP_LAM = Hyperparameter("imp_lam", "float", 1e-7, 1.0, log=True, maximum=10.0,
 
 
 def label_matrix(run) -> np.ndarray:
-    """``[R, nu * ni]`` float32: each replica's training label at its training pairs, 0
-    elsewhere (``o y`` over all pairs, the target of ESMM's and ESCM2's CTCVR loss)."""
-    out = np.zeros((run.replicas, run.num_users * run.num_items), np.float32)
+    """``[R, nu * ni]`` uint8: each replica's training label (0 or 1) at its training pairs, 0
+    elsewhere (``o y`` over all pairs, the target of ESMM's and ESCM2's CTCVR loss). A byte per
+    pair, as the observed table (``BinaryRun.observed``): random gathers in a quarter of the
+    float32 table's bytes."""
+    out = np.zeros((run.replicas, run.num_users * run.num_items), np.uint8)
     t = run.problem.train
     for k in range(run.replicas):
         out[k, t["user"][k].astype(np.int64) * run.num_items + t["item"][k]] = t["rating"][k]
     return out
 
 
-def labels_at(matrix, users, items, num_items):
-    """The entries of a ``[R, nu * ni]`` matrix at the pairs ``(users, items)`` ``[R, n]``
-    (``num_items``: a scalar tensor, e.g. ``tf.shape(params["pred_H"])[1]``)."""
-    return tf.gather(matrix, users * num_items + items, batch_dims=1)
+def labels_at(matrix, users, items, num_items, dtype):
+    """The entries of a ``[R, nu * ni]`` matrix at the pairs ``(users, items)`` ``[R, n]``, as
+    ``dtype`` (the model's; ``num_items``: a scalar tensor, e.g.
+    ``tf.shape(params["pred_H"])[1]``)."""
+    return tf.cast(tf.gather(matrix, users * num_items + items, batch_dims=1), dtype)
 
 
 def dr_eps(q, y, q_hat, w, q_d, q_hat_d, weighted: bool, reversed_: bool = False,
