@@ -94,8 +94,9 @@ def ncf_logit_rows(params: dict, users, items, prefix: str):
     """:func:`ncf_logit` by gathering each pair's rows ``[W_u ; H_i]`` and one product with
     ``a``: for tables that do not train (TDR's logistic propensity on a frozen MF). Nothing
     is then scattered into the tables, and the gradient is ``a``'s and ``b``'s alone, so a
-    step costs ``B 2k`` rather than the two whole-table products: 2.5 times faster for that
-    stage at Yahoo's size (docs/performance.md). The same sums, in another order."""
+    step costs ``B 2k`` rather than the two whole-table products: that stage's compiled epoch
+    runs 2.5 times faster at Yahoo's size (docs/performance.md). The same sums, in another
+    order."""
     features = tf.concat([rows(params[f"{prefix}_W"], users), rows(params[f"{prefix}_H"], items)],
                          -1)
     return (tf.einsum("rbk,rk->rb", features, params[f"{prefix}_a"])
