@@ -115,6 +115,16 @@ def test_autodiff_of_an_ips_loss_matches_finite_differences():
             assert grads[name].numpy()[idx] == pytest.approx(num, rel=1e-5, abs=1e-8)
 
 
+def _central_difference(loss, params, name, value, index, h=1e-6):
+    """``d sum(loss) / d params[name][index]`` by central differences, ``value`` being that
+    parameter as a float64 array."""
+    up, down = value.copy(), value.copy()
+    up[index] += h
+    down[index] -= h
+    at = lambda x: tf.reduce_sum(loss({**params, name: tf.constant(x, tf.float64)})).numpy()
+    return (at(up) - at(down)) / (2 * h)
+
+
 def test_the_ncf_propensity_by_hand_and_its_gradient_by_finite_differences():
     """``sigmoid(a . [W_u ; H_i] + b)``, taken as one scalar per user and item then gathered
     (atrec.learners.binary_models.ncf_logit), against the concatenation written out."""
@@ -134,14 +144,9 @@ def test_the_ncf_propensity_by_hand_and_its_gradient_by_finite_differences():
 
     state = StepState(params, {}, {"prop": Group(tuple(raw))}, {}, {})
     _, grads = state.gradients(tuple(raw), loss)
-    h = 1e-6
     for name, value in raw.items():
         for index in np.ndindex(value.shape):
-            up, down = value.copy(), value.copy()
-            up[index] += h
-            down[index] -= h
-            diff = sum(tf.reduce_sum(loss({**params, name: tf.constant(x, tf.float64)})).numpy()
-                       * sign for x, sign in ((up, 1), (down, -1))) / (2 * h)
+            diff = _central_difference(loss, params, name, value, index)
             assert abs(grads[name].numpy()[index] - diff) < 1e-6, (name, index)
 
 
@@ -170,12 +175,7 @@ def test_the_rows_form_of_the_ncf_logit_by_hand_and_its_gradient_by_finite_diffe
     trained = ("tprop_a", "tprop_b")
     state = StepState(params, {}, {"logit": Group(trained)}, {}, {})
     _, grads = state.gradients(trained, loss)
-    h = 1e-6
     for name in trained:
         for index in np.ndindex(raw[name].shape):
-            up, down = raw[name].copy(), raw[name].copy()
-            up[index] += h
-            down[index] -= h
-            diff = sum(tf.reduce_sum(loss({**params, name: tf.constant(x, tf.float64)})).numpy()
-                       * sign for x, sign in ((up, 1), (down, -1))) / (2 * h)
+            diff = _central_difference(loss, params, name, raw[name], index)
             assert abs(grads[name].numpy()[index] - diff) < 1e-7, (name, index)
