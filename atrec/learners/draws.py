@@ -7,10 +7,12 @@ What is drawn is PROTOCOLS.md section 2's: every epoch each replica shuffles its
 ``users x items`` takes ``m = n // B x G B`` distinct ones, in random order, and gives batch
 ``j`` the slice ``[G B j, G B (j + 1))``.
 
-- **The shuffles** are ``RandomState.permutation``'s own, of int64 positions: NumPy shuffles an
-  array of pointer-sized items by a specialised path, about 30% faster than int32's (1.4 against
-  2.0 ms for Coat's 87,000 pairs, 1.1-1.2 against 1.3-1.6 s for Yahoo's 15.4 M); the positions
-  an epoch uses are then stored as int32.
+- **The shuffles** (:func:`shuffled`) are ``RandomState.permutation``'s own, of int64 positions,
+  below :data:`SORTED_SHUFFLE_FROM` positions: NumPy shuffles an array of pointer-sized items by
+  a specialised path, about 30% faster than int32's (1.4 against 2.0 ms for Coat's 87,000
+  pairs). From that size on, where the shuffle's random swaps leave the cache (all 15.4 M pairs
+  at Yahoo's size), a permutation of the same law is drawn by sorting random keys, in about
+  0.25 against 0.4-0.5 s. The positions an epoch uses are then stored as int32.
 - **The pairs from all users x items** have the law of the first ``m`` entries of a shuffle (a
   uniformly drawn ``m``-subset in uniform order), which is how the reference code draws them
   (``np.random.shuffle`` of all pairs each epoch). Where ``m`` is at most
@@ -22,11 +24,12 @@ What is drawn is PROTOCOLS.md section 2's: every epoch each replica shuffles its
   so the next stage of that replica (a propensity model's pre-training is followed by the
   predictor's) starts from the stream it would have alone: a seed's record does not depend on
   which seeds share its call, when they stop or how many there are.
-- **One epoch ahead.** At Yahoo's size a shuffle of all 15.4 M pairs takes about a second per
-  replica, as long as the compiled epoch it feeds. NumPy's legacy shuffle holds the GIL, so
-  the next epoch's shuffles run on a worker thread that starts as the compiled loop is
-  called (:meth:`EpochDraws.ahead`, whose worker first sleeps a moment so that the loop is
-  dispatched and has let the GIL go): the shuffles and the loop then run on two cores. A draw
+- **One epoch ahead.** At Yahoo's size a shuffle of all 15.4 M pairs takes a quarter to half a
+  second per replica, about as long as the compiled epoch it feeds. NumPy's random draws hold
+  the GIL, so the next epoch's shuffles run on a worker thread that starts as the compiled
+  loop is called (:meth:`EpochDraws.ahead`, whose worker first sleeps a moment so that the
+  loop is dispatched and has let the GIL go): the shuffles and the loop then run on two cores,
+  and the sorted shuffles reuse one buffer (:func:`shuffled`'s ``scratch``). A draw
   made ahead for a replica that then stops is undone (its generator state put back), and so
   is the draw ahead of a stage's last epoch: the streams are exactly those of drawing epoch
   by epoch, whatever the threads' timing.
@@ -34,6 +37,7 @@ What is drawn is PROTOCOLS.md section 2's: every epoch each replica shuffles its
 
 from __future__ import annotations
 
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,20 +51,64 @@ DISPATCH_SECONDS = 0.002
 # at a fifth of all pairs, 1.8 s at 45%; at Coat's 87,000 pairs the shuffle is cache-resident and
 # wins from about a fifth)
 SAMPLED_SHARE = 1 / 8
+# shuffles of at least this many positions sort random keys (:func:`shuffled`); smaller ones,
+# cache-resident, are as fast by the legacy shuffle, whose streams every smaller run keeps (the
+# two cross near 1.5 M positions on the reference machine; MovieLens 100K's 1.59 M pairs stay below)
+SORTED_SHUFFLE_FROM = 1 << 22
+# random bits of each sort key: ties among n keys number about n^2 / 2^(KEY_BITS + 1)
+KEY_BITS = 32
+# which uint32 half of a uint64 is its high one: a sort key's place in :func:`shuffled`
+_HIGH = 1 if sys.byteorder == "little" else 0
+
+
+def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
+             scratch: np.ndarray | None = None) -> np.ndarray:
+    """A uniformly random permutation of ``range(n)`` from ``rng``.
+
+    Below :data:`SORTED_SHUFFLE_FROM`, ``rng.permutation(n)`` itself (int64). From it on, each
+    position gets ``key_bits`` random bits as the high half of a uint64 (``key << 32 |
+    position``) and the keys are sorted: the order of i.i.d. uniform keys is a uniform
+    permutation, except among equal keys, which the sort leaves by position; those groups
+    (about 28,000 pairs at 15.4 M positions) are then put in the order of 32 fresh random bits
+    each, drawn again in the rare case that these tie too, so every permutation keeps
+    probability ``1 / n!``. The result is then the low halves, a uint32 view of ``scratch``
+    (uint64 ``[n]``, reused by a caller that draws many; a new one if None), valid until its
+    next use. ``key_bits`` below 32 serves the tests (ties in every draw).
+    """
+    if n < SORTED_SHUFFLE_FROM or n > 1 << 32:
+        return rng.permutation(n)
+    scratch = np.empty(n, np.uint64) if scratch is None else scratch
+    halves = scratch.view(np.uint32).reshape(n, 2)
+    keys, positions = halves[:, _HIGH], halves[:, 1 - _HIGH]
+    keys[:] = rng.randint(0, 1 << key_bits, size=n, dtype=np.uint32)
+    positions[:] = np.arange(n, dtype=np.uint32)
+    scratch.sort()
+    tied = np.flatnonzero(keys[1:] == keys[:-1])
+    if tied.size:
+        members = np.union1d(tied, tied + 1)   # ascending, each group's slots together
+        groups = keys[members]
+        while True:
+            fresh = rng.randint(0, 1 << 32, size=members.size, dtype=np.uint32)
+            order = np.lexsort((fresh, groups))
+            g, f = groups[order], fresh[order]
+            if not np.any((g[1:] == g[:-1]) & (f[1:] == f[:-1])):
+                break
+        scratch[members] = scratch[members[order]]
+    return positions
 
 
 def distinct_positions(rng: np.random.RandomState, total: int, m: int) -> np.ndarray:
     """``m`` distinct positions of ``range(total)`` in random order, int64, from ``rng``.
 
-    The law of ``rng.permutation(total)[:m]``. Up to :data:`SAMPLED_SHARE` of ``total`` they are
+    The law of ``shuffled(rng, total)[:m]``. Up to :data:`SAMPLED_SHARE` of ``total`` they are
     uniform draws with every repeat of an earlier draw dropped (sampling without replacement,
     one draw at a time), topped up by further draws in the rare case that too few remain;
-    above it they are that permutation's first ``m``.
+    above it they are that shuffle's first ``m``.
     """
     if m > total:
         raise ValueError(f"cannot draw {m} distinct positions of {total}")
     if m > SAMPLED_SHARE * total:
-        return rng.permutation(total)[:m]
+        return shuffled(rng, total)[:m].astype(np.int64)
     drawn = np.zeros(0, np.int64)
     kept = drawn
     while kept.size < m:
@@ -121,6 +169,7 @@ class EpochDraws:
         self.width = extra * batch_size
         self._worker = ThreadPoolExecutor(1)
         self._active = np.zeros(0, np.int64)   # the replicas of the last epoch given
+        self._scratch = None   # shuffled's buffer, drawn into by one thread at a time
         self._pending = None   # (replicas drawn for, their states before, future)
 
     def _draw(self, replicas: np.ndarray, pause: float = 0.0):
@@ -128,9 +177,12 @@ class EpochDraws:
         shape = (self.nb, len(self.rngs))
         obs = np.zeros(shape + (self.batch_size,), np.int32)
         extra = np.zeros(shape + (self.width,), np.int32) if self.extra else None
+        if self._scratch is None and self.n >= SORTED_SHUFFLE_FROM:
+            self._scratch = np.empty(self.n, np.uint64)
         for k in replicas:
             r = self.rngs[k]
-            obs[:, k] = r.permutation(self.n)[:self.nb * self.batch_size].reshape(self.nb, -1)
+            order = shuffled(r, self.n, scratch=self._scratch)
+            obs[:, k] = order[:self.nb * self.batch_size].reshape(self.nb, -1)
             if extra is not None:
                 extra[:, k] = distinct_positions(r, self.total, self.nb * self.width).reshape(
                     self.nb, -1)

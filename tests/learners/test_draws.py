@@ -40,6 +40,43 @@ def _first_occurrences(values):
     return kept
 
 
+def test_a_shuffle_below_the_sorted_size_is_the_legacy_permutation():
+    n = 1000
+    assert n < draws.SORTED_SHUFFLE_FROM
+    np.testing.assert_array_equal(draws.shuffled(np.random.RandomState(3), n),
+                                  np.random.RandomState(3).permutation(n))
+
+
+def test_a_sorted_shuffle_of_the_smallest_sorted_size_is_a_seeded_permutation():
+    n = draws.SORTED_SHUFFLE_FROM
+    got = draws.shuffled(np.random.RandomState(5), n).copy()
+    np.testing.assert_array_equal(np.sort(got), np.arange(n))
+    scratch = np.empty(n, np.uint64)   # a reused buffer: the same draw, in it
+    again = draws.shuffled(np.random.RandomState(5), n, scratch=scratch)
+    assert np.shares_memory(again, scratch)
+    np.testing.assert_array_equal(got, again)
+    assert not np.array_equal(got, np.random.RandomState(5).permutation(n))   # the sorted path
+
+
+@pytest.mark.parametrize("key_bits", [32, 1])   # 1 bit: every draw has ties to reorder
+def test_every_order_of_a_sorted_shuffle_is_equally_likely(monkeypatch, key_bits):
+    """All 24 orders of 4 positions equally often: a chi-square statistic over the 24 cells
+    (23 degrees of freedom: mean 23, sd 6.8) well inside its range. With one random bit per
+    key, leaving tied keys in position order would make (0, 1, 2, 3) 7.5 times too
+    frequent."""
+    monkeypatch.setattr(draws, "SORTED_SHUFFLE_FROM", 0)
+    n, count = 4, 24_000
+    rng = np.random.RandomState(13)
+    seen = {}
+    for _ in range(count):
+        order = tuple(draws.shuffled(rng, n, key_bits=key_bits))
+        seen[order] = seen.get(order, 0) + 1
+    assert sorted(map(sorted, seen)) == [[0, 1, 2, 3]] * 24
+    expected = count / 24
+    chi2 = sum((c - expected) ** 2 / expected for c in seen.values())
+    assert chi2 < 23 + 6 * 6.8
+
+
 def test_a_small_share_is_the_first_distinct_values_of_uniform_draws():
     total, m = 1000, 100   # 10% of all pairs: drawn, repeats dropped
     assert m <= SAMPLED_SHARE * total
