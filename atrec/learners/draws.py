@@ -51,9 +51,9 @@ DISPATCH_SECONDS = 0.002
 # at a fifth of all pairs, 1.8 s at 45%; at Coat's 87,000 pairs the shuffle is cache-resident and
 # wins from about a fifth)
 SAMPLED_SHARE = 1 / 8
-# shuffles of at least this many positions sort random keys (:func:`shuffled`); smaller ones,
-# cache-resident, are as fast by the legacy shuffle, whose streams every smaller run keeps (the
-# two cross near 1.5 M positions on the reference machine; MovieLens 100K's 1.59 M pairs stay below)
+# shuffles of at least this many positions sort random keys (:func:`shuffled`); smaller ones keep
+# the legacy shuffle and its streams (on the reference machine the sort gains from between 1 M
+# and 1.6 M positions, 20% at 4 M, 40% at 15.4 M; MovieLens 100K's 1.59 M pairs stay below)
 SORTED_SHUFFLE_FROM = 1 << 22
 # random bits of each sort key: ties among n keys number about n^2 / 2^(KEY_BITS + 1)
 KEY_BITS = 32
