@@ -152,6 +152,25 @@ def test_each_epoch_is_the_reference_draw_of_the_active_replicas(ahead, total):
         assert _same_state(mine[k], ref[k]), f"replica {k}'s stream"
 
 
+def test_a_large_epoch_is_each_active_replicas_sorted_shuffle():
+    """From SORTED_SHUFFLE_FROM on, the epochs reuse one buffer for the sorted shuffles, also
+    when drawn ahead on the worker: each replica's batches are still its own shuffle's, epoch
+    after epoch."""
+    n, batch = draws.SORTED_SHUFFLE_FROM, 1 << 20
+    mine, ref = _streams(3, 4), _streams(3, 4)
+    with EpochDraws(mine, n, batch) as d:
+        for active in ([True, True], [False, True]):
+            obs, _ = d.next(np.array(active))
+            d.ahead()
+            for k, on in enumerate(active):
+                if on:
+                    want = draws.shuffled(ref[k], n).reshape(n // batch, batch)
+                    np.testing.assert_array_equal(obs[:, k], want)
+                else:
+                    assert not obs[:, k].any()
+    assert all(_same_state(a, b) for a, b in zip(mine, ref))
+
+
 def test_a_replica_cannot_come_back():
     with EpochDraws(_streams(1, 2), 6, 2) as d:
         d.next(np.array([True, False]))
