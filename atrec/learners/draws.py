@@ -61,6 +61,11 @@ KEY_BITS = 32
 _HIGH = 1 if sys.byteorder == "little" else 0
 
 
+def sorts(n: int) -> bool:
+    """Whether :func:`shuffled` sorts keys for ``n`` positions (each a uint32 low half)."""
+    return SORTED_SHUFFLE_FROM <= n <= 1 << 32
+
+
 def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
              scratch: np.ndarray | None = None) -> np.ndarray:
     """A uniformly random permutation of ``range(n)`` from ``rng``.
@@ -75,7 +80,7 @@ def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
     (uint64 ``[n]``, reused by a caller that draws many; a new one if None), valid until its
     next use. ``key_bits`` below 32 serves the tests (ties in every draw).
     """
-    if n < SORTED_SHUFFLE_FROM or n > 1 << 32:
+    if not sorts(n):
         return rng.permutation(n)
     scratch = np.empty(n, np.uint64) if scratch is None else scratch
     halves = scratch.view(np.uint32).reshape(n, 2)
@@ -177,7 +182,7 @@ class EpochDraws:
         shape = (self.nb, len(self.rngs))
         obs = np.zeros(shape + (self.batch_size,), np.int32)
         extra = np.zeros(shape + (self.width,), np.int32) if self.extra else None
-        if self._scratch is None and self.n >= SORTED_SHUFFLE_FROM:
+        if self._scratch is None and sorts(self.n):
             self._scratch = np.empty(self.n, np.uint64)
         for k in replicas:
             r = self.rngs[k]
