@@ -74,9 +74,9 @@ def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
     position gets ``key_bits`` random bits as the high half of a uint64 (``key << 32 |
     position``) and the keys are sorted: the order of i.i.d. uniform keys is a uniform
     permutation, except among equal keys, which the sort leaves by position; those groups
-    (about 28,000 pairs at 15.4 M positions) are then put in the order of :data:`KEY_BITS` fresh bits
-    each, drawn again in the rare case that these tie too, so every permutation keeps
-    probability ``1 / n!``. The result is then the low halves, a uint32 view of ``scratch``
+    (about 28,000 pairs at 15.4 M positions) are then put in the order of :data:`KEY_BITS`
+    fresh bits each, drawn again in the rare case that these tie too, so every permutation
+    keeps probability ``1 / n!``. The result is then the low halves, a uint32 view of ``scratch``
     (uint64 ``[n]``, reused by a caller that draws many; a new one if None), valid until its
     next use. ``key_bits`` below 32 serves the tests (ties in every draw).
     """
