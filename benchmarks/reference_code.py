@@ -13,8 +13,10 @@ it a runnable copy of them (atrec ships none of their code):
 ``yahoo``) trains the method on the CPU: the collection's ``real_world/`` folder, plus the
 ``arguments.py`` it imports but does not ship, a CPU fallback for its ``.cuda()`` calls and the
 one-line fixes PROTOCOLS.md section 5 item 4 names. docs/performance.md ("The reference
-scripts on the same machine") says what those were here. ``ATREC_REFERENCE_RUNS`` (default 1)
-runs each script that many times and gives the mean.
+scripts on the same machine") says what those were here. ``ATREC_REFERENCE_RUNS`` (default
+:data:`RUNS`) runs each script that many times: one script's runs varied by up to 31% on one
+machine and the same data, so the bench prints their mean and their range, and the speed-up
+against each.
 
 Each run happens in a new temporary folder holding links to the folder's files and a
 ``data/`` folder as the scripts' loader reads it: Coat's ``train.ascii`` and ``test.ascii``
@@ -30,6 +32,8 @@ import tempfile
 from pathlib import Path
 
 from _shared import SHARED, run_child, yahoo_size_data
+
+RUNS = 3   # runs of each script by default (ATREC_REFERENCE_RUNS)
 
 
 def configured() -> Path | None:
@@ -75,21 +79,41 @@ def _workdir(code: Path, dataset: str, root: Path) -> Path:
     return work
 
 
-def cpu_per_run(method: str, dataset: str) -> tuple[float, int, str] | str | None:
-    """``(mean CPU seconds per run, runs, script)`` of ``method``'s reference script on
-    ``dataset`` (``coat`` or ``yahoo``, the Yahoo-size data) on this machine; ``None`` when no
-    folder is configured or it lacks the script; a one-line message when a run fails (no
-    figure: one from a run that did not finish would mislead)."""
-    code, script = configured(), script_of(method)
+def runs_asked() -> int | str:
+    """How many times to run each script: ``ATREC_REFERENCE_RUNS``, else :data:`RUNS`; a
+    one-line message when the variable is not a positive whole number."""
+    value = os.environ.get("ATREC_REFERENCE_RUNS", str(RUNS)).strip()
+    if not value.isdigit() or int(value) < 1:
+        return (f"ATREC_REFERENCE_RUNS={value!r} is not a positive whole number: give how many "
+                f"times to run each reference script (default {RUNS})")
+    return int(value)
+
+
+def problem() -> str | None:
+    """A one-line message when the reference settings are wrong (so a bench can stop before
+    it trains anything), else ``None``."""
+    code, runs = configured(), runs_asked()
     if code is not None and not code.is_dir():
         return (f"ATREC_REFERENCE_CODE={code} is not a folder: point it at the reference "
                 f"scripts' folder, or unset it")
+    return runs if isinstance(runs, str) else None
+
+
+def cpu_per_run(method: str, dataset: str) -> tuple[list[float], str] | str | None:
+    """``(CPU seconds of each run, script)`` of ``method``'s reference script on ``dataset``
+    (``coat`` or ``yahoo``, the Yahoo-size data) on this machine, run :func:`runs_asked`
+    times; ``None`` when no folder is configured or it lacks the script; a one-line message
+    when the settings are wrong or a run fails (no figure: one from a run that did not finish
+    would mislead)."""
+    message, code, script = problem(), configured(), script_of(method)
+    if message is not None:
+        return message
     if code is None or script is None or not (code / script).is_file():
         return None
+    runs = runs_asked()
     python = os.environ.get("ATREC_REFERENCE_PYTHON") or sys.executable
-    runs = max(1, int(os.environ.get("ATREC_REFERENCE_RUNS", "1")))
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    total = 0.0
+    cpu = []
     with tempfile.TemporaryDirectory(prefix="atrec-bench-reference-") as tmp:
         work = _workdir(code, dataset, Path(tmp))
         for _ in range(runs):
@@ -97,5 +121,5 @@ def cpu_per_run(method: str, dataset: str) -> tuple[float, int, str] | str | Non
             if run.code:
                 return (f"{script} exited with {run.code} on {dataset}: make `{python} "
                         f"{script} --dataset {dataset}` run in {code} (docs/performance.md)")
-            total += run.cpu_s
-    return total / runs, runs, script
+            cpu.append(run.cpu_s)
+    return cpu, script
