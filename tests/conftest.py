@@ -23,8 +23,8 @@ os.environ["ATREC_DATA_DIR"] = str(_FOLDERS / "data")
 os.environ["ATREC_RESULTS_DIR"] = str(_FOLDERS / "results")
 atexit.register(shutil.rmtree, _FOLDERS, ignore_errors=True)
 
-from atrec.data.ratings import RatingData, Ratings
-from atrec.runtime import gcfreeze
+from atrec.data.ratings import RatingData, Ratings  # noqa: E402  (after the folders above)
+from atrec.runtime import gcfreeze  # noqa: E402
 
 # as the commands do: TensorFlow's objects skip the collector's walks (atrec.runtime.gcfreeze);
 # the suite's tracing-heavy tests ran about 7% faster

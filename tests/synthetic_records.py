@@ -114,7 +114,7 @@ def write_coat_gaps(root: Path) -> Path:
                          override={("coat", "user", True, "mae"): 0.850})
 
 
-# --- fixtures shared by the report tests (import them by name into a test module) -------------
+# --- fixtures shared by the report tests (tests/reporting/conftest.py) -----------------------
 
 @pytest.fixture(scope="session")
 def root(tmp_path_factory):

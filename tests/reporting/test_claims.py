@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
-from synthetic_records import coat_gaps, paper_values, root, summary, write_records  # noqa: F401
+from synthetic_records import paper_values, write_records
 
-# (coat_gaps, root, summary: the shared report fixtures)
 from atrec.evaluation.summary import load_summary
 from atrec.reporting.claims import FAILS, HOLDS, MISSING, evaluate_claims
 

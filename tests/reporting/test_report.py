@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from synthetic_records import coat_gaps, root, write_records  # noqa: F401  (fixtures)
+from synthetic_records import write_records
 
 from atrec.cli import main
 from atrec.data.ratings import RatingData, Ratings

@@ -1,7 +1,7 @@
 import math
 
 import pytest
-from synthetic_records import coat_gaps, make_record, paper_values, root, summary  # noqa: F401  (fixtures)
+from synthetic_records import make_record, paper_values
 
 from atrec.data.synthetic import SOURCE
 from atrec.errors import AtrecError
