@@ -12,7 +12,8 @@ What is drawn is PROTOCOLS.md section 2's: every epoch each replica shuffles its
   a specialised path, about 30% faster than int32's (1.4 against 2.0 ms for Coat's 87,000
   pairs). From that size on, where the shuffle's random swaps leave the cache (all 15.4 M pairs
   at Yahoo's size), a permutation of the same law is drawn by sorting random keys, in about
-  0.25 against 0.4-0.5 s. The positions an epoch uses are then stored as int32.
+  0.25 against 0.4-0.5 s. The positions an epoch uses are then stored as int32; a shuffle of
+  all pairs stores each as ``position << 1 | o``, its observation label riding with it.
 - **The pairs from all users x items** have the law of the first ``m`` entries of a shuffle (a
   uniformly drawn ``m``-subset in uniform order), which is how the reference code draws them
   (``np.random.shuffle`` of all pairs each epoch). Where ``m`` is at most
@@ -67,8 +68,9 @@ def sorts(n: int) -> bool:
 
 
 def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
-             scratch: np.ndarray | None = None) -> np.ndarray:
-    """A uniformly random permutation of ``range(n)`` from ``rng``.
+             scratch: np.ndarray | None = None, labels: np.ndarray | None = None) -> np.ndarray:
+    """A uniformly random permutation of ``range(n)`` from ``rng``; with ``labels`` (0/1, uint8
+    ``[n]``), the same permutation with each position ``p`` given as ``p << 1 | labels[p]``.
 
     Below :data:`SORTED_SHUFFLE_FROM`, ``rng.permutation(n)`` itself (int64). From it on, each
     position gets ``key_bits`` random bits as the high half of a uint64 (``key << 32 |
@@ -79,14 +81,23 @@ def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
     keeps probability ``1 / n!``. The result is then the low halves, a uint32 view of ``scratch``
     (uint64 ``[n]``, reused by a caller that draws many; a new one if None), valid until its
     next use. ``key_bits`` below 32 serves the tests (ties in every draw).
+
+    The labels ride in the low halves, below the positions: they leave the low halves' order,
+    so the draws, as they were, and a propensity stage over all pairs gets each pair's label
+    with its position instead of looking it up at random among ``n`` at every step (a quarter
+    of that stage's compiled step at Yahoo's size: docs/performance.md).
     """
-    if not sorts(n):
-        return rng.permutation(n)
+    if not sorts(n) or (labels is not None and n > 1 << 31):
+        order = rng.permutation(n)
+        return order if labels is None else order << 1 | labels[order]
     scratch = np.empty(n, np.uint64) if scratch is None else scratch
     halves = scratch.view(np.uint32).reshape(n, 2)
     keys, positions = halves[:, _HIGH], halves[:, 1 - _HIGH]
     keys[:] = rng.randint(0, 1 << key_bits, size=n, dtype=np.uint32)
-    positions[:] = np.arange(n, dtype=np.uint32)
+    if labels is None:
+        positions[:] = np.arange(n, dtype=np.uint32)
+    else:
+        np.bitwise_or(np.arange(0, 2 * n, 2, dtype=np.uint32), labels, out=positions)
     scratch.sort()
     tied = np.flatnonzero(keys[1:] == keys[:-1])
     if tied.size:
@@ -160,16 +171,19 @@ class EpochDraws:
     """The positions of each epoch of one stage, for ``rngs`` (one per replica).
 
     ``n``: the primary source's size; ``total``: all pairs' count, ``extra``: how many all-pair
-    positions per primary one (0: none). :meth:`next` gives ``(obs [nb, R, B], extra [nb, R,
-    extra B] or None)`` int32 for the replicas ``active`` (zeros for the others);
-    :meth:`ahead`, called as that epoch is trained, draws the next epoch for the same replicas
-    on a worker thread; :meth:`close` undoes a draw made ahead and not used.
+    positions per primary one (0: none); ``labels``: ``[R, n]`` 0/1 of each replica's primary
+    positions, which ``obs`` then carries (:func:`shuffled`). :meth:`next` gives ``(obs [nb, R,
+    B], extra [nb, R, extra B] or None)`` int32 for the replicas ``active`` (zeros for the
+    others); :meth:`ahead`, called as that epoch is trained, draws the next epoch for the same
+    replicas on a worker thread; :meth:`close` undoes a draw made ahead and not used.
     """
 
     def __init__(self, rngs: list, n: int, batch_size: int, total: int | None = None,
-                 extra: int = 0) -> None:
+                 extra: int = 0, labels: np.ndarray | None = None) -> None:
+        if labels is not None and n > np.iinfo(np.int32).max // 2:
+            raise ValueError(f"{n:,} positions with their labels do not fit in int32")
         self.rngs, self.n, self.batch_size = rngs, n, batch_size
-        self.total, self.extra = total, extra
+        self.total, self.extra, self.labels = total, extra, labels
         self.nb = n // batch_size
         self.width = extra * batch_size
         self._worker = ThreadPoolExecutor(1)
@@ -186,7 +200,8 @@ class EpochDraws:
             self._scratch = np.empty(self.n, np.uint64)
         for k in replicas:
             r = self.rngs[k]
-            order = shuffled(r, self.n, scratch=self._scratch)
+            order = shuffled(r, self.n, scratch=self._scratch,
+                             labels=None if self.labels is None else self.labels[k])
             obs[:, k] = order[:self.nb * self.batch_size].reshape(self.nb, -1)
             if extra is not None:
                 extra[:, k] = distinct_positions(r, self.total, self.nb * self.width).reshape(

@@ -9,8 +9,8 @@ module does exactly that for ``R`` stacked replicas (one per seed):
   all ``users x items`` draws ``n // B x G B`` distinct ones per epoch, with the law of a
   shuffle's first entries, and gives batch ``j`` the slice ``[G B j, G B (j + 1))``. A stage
   whose primary source is "all pairs" (a propensity model regressing ``o``) shuffles those
-  instead. :class:`atrec.learners.draws.EpochDraws` draws them, for the replicas still training
-  only, one epoch ahead;
+  instead, each position drawn with its ``o``. :class:`atrec.learners.draws.EpochDraws` draws
+  them, for the replicas still training only, one epoch ahead;
 - **PyTorch's Adam** (:func:`torch_adam`): betas 0.9/0.999, eps added after bias correction,
   ``weight_decay`` added to the gradient (coupled L2), dense: every row of every table moves at
   every step, as PyTorch's dense embedding gradients make it;
@@ -236,9 +236,10 @@ def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num
     def loop(params, opt, hp, consts, obs, all_pos, active):
         def body(j, params, opt, total):
             rows = obs[j]
-            if source == "all":
+            if source == "all":   # position << 1 | label (EpochDraws' labels)
+                labels = tf.cast(tf.bitwise.bitwise_and(rows, 1), tf.float32)
+                rows = tf.bitwise.right_shift(rows, 1)
                 users, items = rows // num_items, rows % num_items
-                labels = tf.cast(tf.gather(consts["observed"], rows, batch_dims=1), tf.float32)
             else:
                 users = tf.gather(consts["train_user"], rows, batch_dims=1)
                 items = tf.gather(consts["train_item"], rows, batch_dims=1)
@@ -325,7 +326,9 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
     active = np.ones(replicas, bool)
     epochs = np.zeros(replicas, np.int64)
     losses, vals = [], []
-    with EpochDraws(rngs, n, stage.batch_size, num_users * num_items, stage.extra) as draws:
+    labels = np.asarray(consts["observed"]) if stage.source == "all" else None
+    with EpochDraws(rngs, n, stage.batch_size, num_users * num_items, stage.extra,
+                    labels) as draws:
         for epoch in range(max_epochs):
             obs, extra = draws.next(active)
             if extra is None:

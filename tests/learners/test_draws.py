@@ -77,6 +77,23 @@ def test_every_order_of_a_sorted_shuffle_is_equally_likely(monkeypatch, key_bits
     assert chi2 < 23 + 6 * 6.8
 
 
+@pytest.mark.parametrize("sorted_from, key_bits", [(None, 32), (0, 32), (0, 1)])
+def test_labels_ride_with_the_same_permutation(monkeypatch, sorted_from, key_bits):
+    """With labels, each position ``p`` comes as ``p << 1 | labels[p]``, in the order the
+    unlabelled draw gives: by the legacy shuffle (1,000 positions), and by sorted keys,
+    with 32 key bits and with 1, where ties are reordered by fresh keys."""
+    if sorted_from is not None:
+        monkeypatch.setattr(draws, "SORTED_SHUFFLE_FROM", sorted_from)
+    n = 1000
+    labels = (np.random.RandomState(2).rand(n) < 0.3).astype(np.uint8)
+    plain = np.asarray(draws.shuffled(np.random.RandomState(9), n, key_bits=key_bits), np.int64)
+    packed = np.asarray(draws.shuffled(np.random.RandomState(9), n, key_bits=key_bits,
+                                       labels=labels), np.int64)
+    np.testing.assert_array_equal(packed >> 1, plain)
+    np.testing.assert_array_equal(packed & 1, labels[plain])
+    assert 0 < labels.sum() < n
+
+
 def test_a_small_share_is_the_first_distinct_values_of_uniform_draws():
     total, m = 1000, 100   # 10% of all pairs: drawn, repeats dropped
     assert m <= SAMPLED_SHARE * total
@@ -214,3 +231,25 @@ def test_a_seeds_stream_after_a_stage_does_not_depend_on_its_neighbours():
         alone.permutation(n)
     np.testing.assert_array_equal(after[0], after[1])
     np.testing.assert_array_equal(after[0], alone.permutation(1000))
+
+
+def _label_sum(state, b):
+    """Each batch's sum of ``label * (pair + 1)`` per replica: which pairs it saw, with which
+    labels."""
+    return tf.reduce_sum(b.labels * tf.cast(b.rows + 1, tf.float32), -1)
+
+
+def test_a_stage_over_all_pairs_sees_each_pairs_own_label():
+    """A stage whose source is all users x items gets its labels with its positions: each
+    batch's pairs are the replica's shuffle of all pairs, each with its own replica's 0/1."""
+    num_users, num_items, batch = 5, 4, 3
+    n = num_users * num_items
+    observed = (np.random.RandomState(4).rand(2, n) < 0.4).astype(np.uint8)
+    stage = Stage("probe", _label_sum, {"g": Group(("x",))}, batch, source="all")
+    result = run_stage(stage, {"x": np.zeros(2, np.float32)}, {},
+                       {"observed": tf.constant(observed)}, _streams(7, 8), n, num_users,
+                       num_items, _StopAt([1, 1]))
+    for k, rng in enumerate(_streams(7, 8)):
+        seen = rng.permutation(n)[:n // batch * batch]
+        assert result.losses[0, k] == np.sum(observed[k, seen] * (seen + 1.0))
+    assert result.losses[0, 0] != result.losses[0, 1]
