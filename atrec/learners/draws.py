@@ -84,8 +84,8 @@ def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
 
     The labels ride in the low halves, below the positions: they leave the low halves' order,
     so the draws, as they were, and a propensity stage over all pairs gets each pair's label
-    with its position instead of looking it up at random among ``n`` at every step (a quarter
-    of that stage's compiled step at Yahoo's size: docs/performance.md).
+    with its position instead of looking it up at random among ``n`` at every step (a third
+    of TDR's logistic step at Yahoo's size: docs/performance.md).
     """
     if not sorts(n) or (labels is not None and n > 1 << 31):
         order = rng.permutation(n)
