@@ -67,6 +67,12 @@ def sorts(n: int) -> bool:
     return SORTED_SHUFFLE_FROM <= n <= 1 << 32
 
 
+def carries_labels(n: int) -> bool:
+    """Whether an epoch's int32 positions of a source of ``n`` can carry their labels
+    (``position << 1 | label`` below 2^31)."""
+    return n <= 1 << 30
+
+
 def shuffled(rng: np.random.RandomState, n: int, key_bits: int = KEY_BITS,
              scratch: np.ndarray | None = None, labels: np.ndarray | None = None) -> np.ndarray:
     """A uniformly random permutation of ``range(n)`` from ``rng``; with ``labels`` (0/1, uint8
@@ -180,7 +186,7 @@ class EpochDraws:
 
     def __init__(self, rngs: list, n: int, batch_size: int, total: int | None = None,
                  extra: int = 0, labels: np.ndarray | None = None) -> None:
-        if labels is not None and n > np.iinfo(np.int32).max // 2:
+        if labels is not None and not carries_labels(n):
             raise ValueError(f"{n:,} positions with their labels do not fit in int32")
         self.rngs, self.n, self.batch_size = rngs, n, batch_size
         self.total, self.extra, self.labels = total, extra, labels

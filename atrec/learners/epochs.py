@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from atrec.errors import AtrecError
-from atrec.learners.draws import EpochDraws
+from atrec.learners.draws import EpochDraws, carries_labels
 from atrec.runtime import compiled, tf
 
 ADAM_BETAS = (0.9, 0.999)   # torch.optim.Adam's defaults
@@ -227,18 +227,23 @@ def _unflat(tree, shapes):
 
 @compiled.loop_cache
 def _epoch_loop(step: Callable, groups_key: tuple, source: str, extra: bool, num_items: int,
-                last: bool = False):
+                last: bool = False, labelled: bool = False):
     """The compiled loop of one epoch of a stage (``groups_key``: the stage's groups as a
     hashable tuple, so every stage of one kind shares its loop; ``last``: the epoch's term is
-    its last batch's, not the sum)."""
+    its last batch's, not the sum; ``labelled``: a source of all pairs comes as ``position << 1
+    | o``, else ``o`` is gathered at the positions)."""
     groups = {name: Group(*rest) for name, *rest in groups_key}
 
     def loop(params, opt, hp, consts, obs, all_pos, active):
         def body(j, params, opt, total):
             rows = obs[j]
-            if source == "all":   # position << 1 | label (EpochDraws' labels)
-                labels = tf.cast(tf.bitwise.bitwise_and(rows, 1), tf.float32)
-                rows = tf.bitwise.right_shift(rows, 1)
+            if source == "all":
+                if labelled:
+                    labels = tf.cast(tf.bitwise.bitwise_and(rows, 1), tf.float32)
+                    rows = tf.bitwise.right_shift(rows, 1)
+                else:
+                    labels = tf.cast(tf.gather(consts["observed"], rows, batch_dims=1),
+                                     tf.float32)
                 users, items = rows // num_items, rows % num_items
             else:
                 users = tf.gather(consts["train_user"], rows, batch_dims=1)
@@ -317,8 +322,11 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
     _check_pairs(stage, n, num_users * num_items)
     rule = rule or ReferenceRule(replicas)
     groups_key = tuple((g, s.names, s.lr, s.wd) for g, s in sorted(stage.groups.items()))
+    # a stage over all pairs draws each position with its label where int32 can hold both
+    labels = (np.asarray(consts["observed"])
+              if stage.source == "all" and carries_labels(n) else None)
     loop = _epoch_loop(stage.step, groups_key, stage.source, bool(stage.extra), num_items,
-                       stage.reduce == "last")
+                       stage.reduce == "last", labels is not None)
     hp = {k: tf.constant(v, tf.float32) for k, v in hp.items()}
     params = {k: tf.convert_to_tensor(v) for k, v in params.items()}
     opt = new_opt(params, stage.groups)
@@ -326,7 +334,6 @@ def run_stage(stage: Stage, params: dict, hp: dict, consts: dict, rngs: list, n:
     active = np.ones(replicas, bool)
     epochs = np.zeros(replicas, np.int64)
     losses, vals = [], []
-    labels = np.asarray(consts["observed"]) if stage.source == "all" else None
     with EpochDraws(rngs, n, stage.batch_size, num_users * num_items, stage.extra,
                     labels) as draws:
         for epoch in range(max_epochs):

@@ -6,7 +6,7 @@ draw made ahead leaving no trace on a stream.
 import numpy as np
 import pytest
 
-from atrec.learners import draws
+from atrec.learners import draws, epochs
 from atrec.learners.draws import SAMPLED_SHARE, EpochDraws, distinct_positions
 from atrec.learners.epochs import Group, ReferenceRule, Stage, run_stage
 from atrec.runtime import tf
@@ -239,9 +239,13 @@ def _label_sum(state, b):
     return tf.reduce_sum(b.labels * tf.cast(b.rows + 1, tf.float32), -1)
 
 
-def test_a_stage_over_all_pairs_sees_each_pairs_own_label():
-    """A stage whose source is all users x items gets its labels with its positions: each
-    batch's pairs are the replica's shuffle of all pairs, each with its own replica's 0/1."""
+@pytest.mark.parametrize("carried", [True, False])
+def test_a_stage_over_all_pairs_sees_each_pairs_own_label(monkeypatch, carried):
+    """A stage whose source is all users x items gets its labels with its positions (or, for
+    a source too large for int32 to carry both, gathered at them): each batch's pairs are the
+    replica's shuffle of all pairs, each with its own replica's 0/1."""
+    if not carried:
+        monkeypatch.setattr(epochs, "carries_labels", lambda n: False)
     num_users, num_items, batch = 5, 4, 3
     n = num_users * num_items
     observed = (np.random.RandomState(4).rand(2, n) < 0.4).astype(np.uint8)
