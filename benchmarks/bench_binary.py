@@ -8,17 +8,18 @@ A case ``<data>:<method>`` times the whole command
     atrec train --protocol binary-icde24 --params reference --method <method> --dataset <d> --seeds 20
 
 in a fresh process with an empty results folder (so nothing is reused): start-up, data loading
-and tracing included. Each case has its own compilation cache (``ATREC_COMPILE_CACHE``), empty at
-its start, so a figure never depends on what ran on the machine before. On Coat, where compiling
-the loops is a third of a run, the command runs twice: the first run (compiling, a user's first
-command) is printed as ``first``, and the figures and ratios are the second's (the loops loaded
-from the cache, as every later command finds them). At Yahoo's size, where compiling is a few
-seconds of minutes, the case runs once, compilation included. Data: ``coat`` (the shared copy) and ``yahoo-size`` (the
-Yahoo-size synthetic data of ``atrec.data.synthetic.YAHOO_SIZE`` installed as the ``yahoo``
-store, trained with Yahoo's reference values). Methods: on Coat, every binary method but the
-named variants (``-coded``, ``-textbook``, ``-corrected``: the same code path with another
-weighting); at Yahoo's size, where one case takes minutes, MF, IPS (``mf-ips``) and DR-JL
-(``dr-jl``) by default, any other as a case given on the command line.
+and tracing included. Each case has its own compilation cache (``ATREC_COMPILE_CACHE``), empty
+at its start, so a figure never depends on what ran on the machine before. On Coat, where
+compiling the loops is a third of a run, the command runs twice: the first run (compiling, a
+user's first command) is printed as ``first``, and the figures and ratios are the second's (the
+loops loaded from the cache, as every later command finds them). At Yahoo's size, where
+compiling is a few seconds of minutes, the case runs once, compilation included. Data: ``coat``
+(the shared copy) and ``yahoo-size`` (the Yahoo-size synthetic data of
+``atrec.data.synthetic.YAHOO_SIZE`` installed as the ``yahoo`` store, trained with Yahoo's
+reference values). Methods: on Coat, every binary method but the named variants (``-coded``,
+``-textbook``, ``-corrected``: the same code path with another weighting); at Yahoo's size,
+where one case takes minutes, MF, IPS (``mf-ips``) and DR-JL (``dr-jl``) by default, any other
+as a case given on the command line.
 
 For a method other than MF the case then times MF the same way at the method's embedding size
 (MF's reference values with ``dim`` replaced, from a parameter file), and prints ``x MF``, the
@@ -148,7 +149,7 @@ def run_case(case: str) -> None:
         _install(new("data"), data)
         run, first = _train(DATA[data], method, "reference", new)
         mf = _mf_at_dim(new("params"), DATA[data], method)
-        mf_run = _train(DATA[data], "mf", str(mf[0]), new)[0] if mf else None
+        mf_run, mf_first = _train(DATA[data], "mf", str(mf[0]), new) if mf else (None, None)
     line = (f"{case:22s} wall {run.wall:7.1f} s  cpu {run.cpu_s:7.1f} s  "
             f"({run.cpu_s / SEEDS:5.2f} s CPU per seed)  peak {run.peak_mb:6.0f} MB")
     if first is not None:
@@ -165,7 +166,7 @@ def run_case(case: str) -> None:
     if mf_run is not None:
         line += (f"  | MF at dim {mf[1]}: {mf_run.cpu_s:.1f} s CPU, "
                  f"{run.cpu_s / mf_run.cpu_s:.1f}x MF")
-    codes = [("", run), ("first ", first), ("MF ", mf_run)]
+    codes = [("", run), ("first ", first), ("MF ", mf_run), ("MF first ", mf_first)]
     failed = [f"{name}{r.code}" for name, r in codes if r is not None and r.code]
     if failed:
         line += f"  (exit {', '.join(failed)})"
