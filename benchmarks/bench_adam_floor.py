@@ -15,8 +15,9 @@ seeds does not share it: each replica has its own tables. So this benchmark:
 2. times the update alone in a compiled loop: one replica of MF's two tables, as the runner
    lays them out at that size, its gradient zero so that nothing but the update's own reads
    and writes is left, one thread, as atrec trains;
-3. prints the floor, ``20 seeds x steps per seed x the update's CPU per step``, the 2-seed
-   command's own CPU beside it, and, with ``ATREC_REFERENCE_CODE`` set
+3. prints the floor, ``20 seeds x steps per seed x the update's CPU per step`` (the trained
+   seeds' mean steps standing for the 20's: at these values each of the 20 seeds runs 15
+   epochs), the 2-seed command's own CPU beside it, and, with ``ATREC_REFERENCE_CODE`` set
    (``reference_code.py``), ``MF.py``'s CPU per run on the same data: the 20x target is 20
    seeds in the CPU of one script run, so the floor bounds the speed-up at ``script / floor x
    20``.
