@@ -87,7 +87,7 @@ def main() -> int:
     if message:
         print(message, file=sys.stderr)
         return 1
-    print(f"MF, binary-icde24 --params reference, Yahoo-size data, on {machine()}")
+    print(f"MF, {PROTOCOL} --params reference, Yahoo-size data, on {machine()}")
     with scratch_folders("atrec-bench-adam-floor") as new:
         os.environ["ATREC_DATA_DIR"] = str(new("data"))
         install_yahoo_size()
