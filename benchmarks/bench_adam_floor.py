@@ -98,7 +98,8 @@ def main() -> int:
         run = run_child(argv, dict(os.environ, ATREC_RESULTS_DIR=str(results)))
         records = _records(results) if not run.code else []
     if run.code or len(records) != SEEDS_RUN:
-        print(f"the {SEEDS_RUN}-seed run failed (exit {run.code}, {len(records)} records)",
+        print(f"the {SEEDS_RUN}-seed run failed (exit {run.code}, {len(records)} records): run "
+              f"`atrec {' '.join(argv[3:-1])}` with Yahoo-size data installed to see why",
               file=sys.stderr)
         return 1
     params, protocol = records[0]["params"], records[0]["protocol"]
