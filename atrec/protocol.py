@@ -1,4 +1,5 @@
-"""The experimental protocol as plain data: training settings and the fixed seeds (PROTOCOL.md).
+"""The experimental protocol as plain data: training settings and the fixed seeds
+(docs/protocol.md).
 
 This module imports no TensorFlow, so that options, parameter files, records and reports can be
 validated and read without loading the training engine. The learners (:mod:`atrec.learners`)
@@ -21,7 +22,7 @@ LOSSES = ("snips", "ips")
 AUTHORS_BATCH_SEED = 12345
 TUNING_SEED = 12345
 SAMPLER_SEED = 123
-# Trials per tuning study. PROTOCOL.md's Table 1 tuning uses the paper's 25 (``atrec reproduce
+# Trials per tuning study. The tuning of Table 1 uses the paper's 25 (``atrec reproduce
 # --tune``); every study ``atrec tune`` runs gets TUNING_BUDGET unless ``--trials`` says
 # otherwise, the same for every method, and the shipped ``tuned-atrec`` values were made with it.
 PAPER_TRIALS = 25
@@ -54,7 +55,7 @@ def _batch_seed_dict(batch_seed: int | None):
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """Protocol settings of one MF-IPS training run (PROTOCOL.md defaults)."""
+    """Protocol settings of one MF-IPS training run (docs/protocol.md, "MF-IPS", by default)."""
 
     steps: int = 500
     batch_size: int = 1024
@@ -84,7 +85,8 @@ class TrainSettings:
 
 @dataclass(frozen=True)
 class ATSettings:
-    """Protocol settings of one AT run (PROTOCOL.md defaults; the authors' code)."""
+    """Protocol settings of one AT run (docs/protocol.md, "Asymmetric tri-training", by default: the
+    authors' code)."""
 
     pre_steps: int = 150
     iterations: int = 10
@@ -147,8 +149,8 @@ def variant_suffix(loss: str = "snips", batch_seed: int | None = AUTHORS_BATCH_S
 
 def settings_dict(settings: TrainSettings | None, at_settings: ATSettings | None,
                   with_at: bool) -> dict:
-    """The settings a run or a tuning objective trains under (``None``: PROTOCOL.md's), as the
-    plain data that records and studies store."""
+    """The settings a run or a tuning objective trains under (``None``: the paper's protocol's), as
+    the plain data that records and studies store."""
     if with_at:
         return (at_settings or ATSettings()).as_dict()
     return (settings or TrainSettings()).as_dict()

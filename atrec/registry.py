@@ -24,7 +24,7 @@ from atrec.errors import AtrecError
 from atrec.names import expand
 
 BUILT_IN = "built-in"
-NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")  # "1bit-mc" (BASELINES.md) starts with a digit
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")  # "1bit-mc" starts with a digit
 
 
 @dataclass(frozen=True)

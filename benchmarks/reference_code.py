@@ -12,11 +12,11 @@ it a runnable copy of them (atrec ships none of their code):
 ``ATREC_REFERENCE_CODE`` is a folder in which ``python <script> --dataset coat`` (or
 ``yahoo``) trains the method on the CPU: the collection's ``real_world/`` folder, plus the
 ``arguments.py`` it imports but does not ship, a CPU fallback for its ``.cuda()`` calls and the
-one-line fixes PROTOCOLS.md section 5 item 4 names. docs/performance.md ("The reference
-scripts on the same machine") says what those were here. ``ATREC_REFERENCE_RUNS`` (default
-:data:`RUNS`) runs each script that many times: one script's runs varied by up to 31% on one
-machine and the same data, so the bench prints their mean and their range, and the speed-up
-against each.
+one-line fixes that docs/protocols.md, "The reference code's traps", item 4, names.
+docs/performance.md ("The reference scripts on the same machine") says what those were here.
+``ATREC_REFERENCE_RUNS`` (default :data:`RUNS`) runs each script that many times: one script's runs
+varied by up to 31% on one machine and the same data, so the bench prints their mean and their
+range, and the speed-up against each.
 
 Each run happens in a new temporary folder holding links to the folder's files and a
 ``data/`` folder as the scripts' loader reads it: Coat's ``train.ascii`` and ``test.ascii``

@@ -7,6 +7,7 @@ message of the repository points to a document outside it."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -193,3 +194,178 @@ def test_the_binary_clean_table_has_every_shipped_entry(gen):
     page = (ROOT / "docs" / "protocols.md").read_text("utf-8")
     assert gen.BINARY_SHIPPED_MARK in page
     assert gen.on_page_markdown(page, None, None, None).count("\n| `") >= len(shipped)
+
+
+def test_binary_method_page_groups_its_forms_and_says_what_it_reads(pages):
+    page = pages["reference/binary/dr-bias.md"]
+    assert page.startswith("# DR-BIAS (`dr-bias`, binary)")
+    assert "| `dr-bias-corrected` | the corrected form |" in page
+    assert "| `dr-bias-coded` | the reference code's form |" in page
+    # it reads the 5% MCAR slice; whether the slice stays in the test set is the protocol's
+    assert ("| reads | the labels of a 5% slice of the MCAR data (marked †); `binary-icde24`: a "
+            "slice left in the test set (a leak); `binary-clean`: a slice removed from the "
+            "test set |") in page
+    assert "(`binary-icde24`: the reference code's form; `binary-clean`: the corrected form)" \
+        in page
+    assert "## Where the reference code differs" in page
+    assert "unweighted DR correction, reversed e_hat cross-entropy" in page
+    # DR-BIAS.py's Coat constants (k 4 is the class default the script does not set)
+    assert ("| coat | `dr-bias/none` | batch_size 128, dim 4, lam 0.001, lr 0.05, "
+            "uniform_ratio 1 |") in page
+    assert "| `lr` | float | float [0.001, 0.1] log |" in page
+    mf = pages["reference/binary/mf.md"]
+    assert "| reads | its training labels only (no MCAR label) |" in mf
+    assert "One form: it runs as its reference code computes it under every protocol." in mf
+    # the shipped tuned-atrec value of binary-clean, from the resource file
+    shipped = yaml.safe_load((ROOT / "atrec" / "resources" / "binary_clean_tuned_params.yaml")
+                             .read_text("utf-8"))["coat"]["mf/none"]
+    assert "| `mf/none` | " in mf and f"| {shipped['best_value']:.4f} |" in mf
+    assert "epsilon 0.1" in mf   # AT's entry of the reference set, atrec's threshold
+    multi = pages["reference/binary/multi-ips.md"]
+    assert "| serves inside AT (A1 and A2) | no |" in multi
+    assert "`epsilon` (with AT only)" not in multi
+
+
+def test_protocol_pages(pages):
+    ijcai = pages["reference/protocols/ijcai2022.md"]
+    assert ijcai.startswith("# Saito & Nomura 2022 (IJCAI) (`ijcai2022`)")
+    assert "[Protocols, ijcai2022](../../protocols.md#ijcai2022)" in ijcai
+    # hyper_params.yaml of the IJCAI 2022 code: Coat DAMF dim 30, lam 1.9581e-3, pen 5.2915e-2
+    # (to 4 significant digits; the float 0.052915 lies just below the half)
+    assert "| coat | `damf/none` | dim 30, lam 0.001958, pen 0.05291 |" in ijcai
+    assert "| `damf` | steps 5000, batch_size 1024 |" in ijcai
+    assert "| `ndcg5_ijcai` | nDCG@5 | higher | ranking |" in ijcai
+    assert "[`damf`](../methods/damf.md)" in ijcai
+    clean = pages["reference/protocols/binary-clean.md"]
+    assert "| `forms` | `corrected` |" in clean and "| `stopping` | `validation` |" in clean
+    assert "| `mcar_split.in_test` | `False` |" in clean
+    # a form's name links to its method's page
+    assert "[`dr-jl-coded`](../binary/dr-jl.md)" in clean
+    saito = pages["reference/protocols/saito2020.md"]
+    assert "| the default protocol | yes |" in saito
+    assert "[The protocol](../../protocol.md)" in saito
+
+
+def test_a_binary_plug_in_with_options_and_a_form_gets_one_page(gen):
+    from atrec.methods.binary.base import COMMON, BinaryMethod
+
+    class Choice:   # an option as a plug-in might declare it: name, values, default, help
+        name, values, default, help = "weighting", ("ips", "snips"), "ips", "how to weight"
+
+    class Toy(BinaryMethod):
+        """A toy binary method."""
+
+        name, label, hyperparameters = "toy-binary", "Toy", COMMON
+        reference_forms = "a bug the toy's code has"
+        options = (Choice(),)
+
+        def train(self, run):  # never trained here
+            raise NotImplementedError
+
+    class ToyFixed(Toy):
+        """The toy in its corrected form."""
+
+        name, label, form = "toy-binary-fixed", "Toy (fixed)", "corrected"
+
+    BINARY_METHODS.register(Toy, origin="toy-package")
+    BINARY_METHODS.register(ToyFixed, origin="toy-package")
+    try:
+        made = gen.pages()
+    finally:
+        BINARY_METHODS.unregister("toy-binary")
+        BINARY_METHODS.unregister("toy-binary-fixed")
+    assert "reference/binary/toy-binary-fixed.md" not in made
+    page = made["reference/binary/toy-binary.md"]
+    assert "| `weighting` | `ips`, `snips` | `ips` | how to weight |" in page
+    assert "| `toy-binary-fixed` | the corrected form |" in page
+    assert "installed package `toy-package`" in page
+    assert "A toy binary method." in page
+
+
+def test_a_newly_registered_protocol_gets_its_page(gen):
+    from atrec.protocols.saito2020 import Saito2020
+
+    class Toy(Saito2020):
+        """A toy protocol: the paper's, renamed."""
+
+        name, label = "toy-protocol", "Toy protocol"
+
+    PROTOCOLS.register(Toy, origin="toy-package")
+    try:
+        made = gen.pages()
+    finally:
+        PROTOCOLS.unregister("toy-protocol")
+    page = made["reference/protocols/toy-protocol.md"]
+    assert "| specified in | its docstrings, below |" in page
+    assert "A toy protocol: the paper's, renamed." in page
+    assert "(protocols/toy-protocol.md)" in made["reference/index.md"]
+
+
+# ---------------------------------------------------------------- no pointer outside the repository
+
+# design documents of the project's workplace, which a user of atrec does not have (the names are
+# assembled here so that this file does not name them itself)
+_OUTSIDE = re.compile(r"\b(?:%s)\.md\b|shared/(?:paper|[A-Z])" % "|".join(
+    ("PROTOCOL" + "S?", "BASE" + "LINES", "PROVE" + "NANCE", "STY" + "LE", "SEMI" + "SYNTHETIC")))
+_POINTER = re.compile(r"docs/([\w/-]+\.md)(?:,?\s*\(?\"([^\"\n]+)\")?")
+_READ = ("atrec", "docs", "tests", "benchmarks", "examples")
+_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".cfg", ".txt"}
+
+
+def _read_files():
+    files = [ROOT / name for name in ("README.md", "mkdocs.yml", "pyproject.toml", "setup.cfg",
+                                      "Makefile")]
+    for top in _READ:
+        files += [p for p in sorted((ROOT / top).rglob("*"))
+                  if p.is_file() and p.suffix in _SUFFIXES and "__pycache__" not in p.parts]
+    return [p for p in files if p.is_file()]
+
+
+def _sections(page: Path) -> set[str]:
+    """A page's headings and bold paragraph leads, as a reader would quote them (a heading's
+    dated remark in brackets left off too)."""
+    out = set()
+    for line in page.read_text("utf-8").splitlines():
+        heading = re.match(r"#+\s+(.*)", line)
+        lead = re.match(r"\*\*(.+?)\.?\*\*", line)
+        for m in (heading, lead):
+            if m:
+                title = m.group(1).replace("`", "").rstrip(".").strip()
+                out |= {title, title.split(" (")[0]}
+    return out
+
+
+def test_nothing_points_to_a_document_outside_the_repository():
+    hits = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in _read_files()
+            for n, line in enumerate(p.read_text("utf-8", errors="replace").splitlines(), 1)
+            if _OUTSIDE.search(line)]
+    assert not hits, "pointers to documents outside the repository:\n" + "\n".join(hits)
+
+
+def test_every_pointer_into_docs_names_a_page_and_section_that_exist():
+    sections, bad, seen = {}, [], 0
+    for p in _read_files():
+        if p == Path(__file__).resolve():   # this file's strings are the checks' own cases
+            continue
+        text = p.read_text("utf-8", errors="replace")
+        for m in _POINTER.finditer(text):
+            page, section = ROOT / "docs" / m.group(1), m.group(2)
+            seen += 1
+            where = f"{p.relative_to(ROOT)}: docs/{m.group(1)}"
+            if not page.is_file():
+                bad.append(f"{where}: no such page")
+            elif section and section not in sections.setdefault(page, _sections(page)):
+                bad.append(f'{where}, "{section}": no such heading')
+    assert seen > 50    # the docstrings point into docs/ instead of outside
+    assert not bad, "\n".join(bad)
+
+
+def test_the_pointer_checks_can_fail():
+    assert _OUTSIDE.search("see " + "PROTOCOLS" + ".md section 4")
+    assert _OUTSIDE.search("../shared/" + "BASELINES" + ".md")
+    assert not _OUTSIDE.search("real data from ../shared/data")
+    m = _POINTER.search('the traps (docs/protocols.md, "The reference code\'s traps")')
+    assert m.groups() == ("protocols.md", "The reference code's traps")
+    assert "The reference code's traps" in _sections(ROOT / "docs" / "protocols.md")
+    assert "Corrected DR forms" in _sections(ROOT / "docs" / "protocols.md")   # a bold lead
+    assert "Nowhere" not in _sections(ROOT / "docs" / "protocols.md")

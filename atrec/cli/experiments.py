@@ -46,7 +46,7 @@ from atrec.workflows.variance import (
               help="Tune every (min_items, with/without AT) first (Optuna, as 'atrec tune'; "
                    "resumable) and train with the tuned values (implies --params tuned).")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=PAPER_TRIALS, show_default=True,
-              help="Trials per Table 1 study with --tune (PROTOCOL.md's 25); the "
+              help="Trials per Table 1 study with --tune (the paper's 25); the "
                    "baselines' studies get atrec's budget.")
 @click.option("--storage", default=None,
               help="Optuna storage URL for --tune (default: <results>/optuna.db).")
@@ -104,7 +104,7 @@ def variance_command(min_items, with_at, without_at, seeds, params, tune, trials
 @click.option("--seeds", type=click.IntRange(1, MAX_SEEDS), default=20, show_default=True,
               help="Seeds per configuration (0..N-1).")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=PAPER_TRIALS, show_default=True,
-              help="Trials per Table 1 study with --tune (PROTOCOL.md's 25); the "
+              help="Trials per Table 1 study with --tune (the paper's 25); the "
                    "baselines' studies get atrec's budget.")
 @click.option("--variance/--no-variance", default=True, show_default=True,
               help="Include the ML-100K variance experiment (Figure 2).")

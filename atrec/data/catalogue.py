@@ -1,7 +1,6 @@
 """The dataset catalogue: the datasets atrec knows, where each comes from, the files it needs.
 
-Three datasets (PROTOCOL.md, "Data"; checksums from ``shared/data/SHA256SUMS`` and
-``shared/data/PROVENANCE.md``):
+Three datasets (docs/data.md: sources, files, checksums, licences):
 
 * ``coat``: Schnabel et al. (ICML 2016), the Cornell ``coat.zip``; atrec needs ``train.ascii``
   and ``test.ascii`` (members ``coat/...``). Side files: ``propensities.ascii`` and the four
@@ -96,11 +95,11 @@ REGISTRY: dict[str, DatasetSpec] = {
         name="coat",
         title="Coat (Schnabel et al., ICML 2016)",
         url="https://www.cs.cornell.edu/~schnabts/mnar/coat.zip",
-        # coat.zip as measured in shared/data/PROVENANCE.md (537,499 bytes).
+        # coat.zip, the Cornell archive (537,499 bytes).
         archive_sha256="6073d0b515ed1f6e830e4fead66dc76ad7991a7553eaa58e228b234a9d19daed",
         files=(
-            # sha256 from shared/data/SHA256SUMS (CRLF endings); canonical_sha256 computed once
-            # from the shared copies with every CRLF replaced by LF.
+            # sha256 of the archive's members (CRLF endings); canonical_sha256 computed once
+            # from them with every CRLF replaced by LF.
             FileSpec("train.ascii", "coat/train.ascii", "train",
                      "a87bd9e7eaf3b89f976df3f25d4aa5d5d871be8a00b58947df9e6e015559bd37",
                      "f9088c6e95fa9a42e8be6a92fc77252b95b969e34ed1299c611420da68680873",
@@ -112,7 +111,7 @@ REGISTRY: dict[str, DatasetSpec] = {
         ),
         licence="Coat ships without a licence file; cite Schnabel et al. (ICML 2016).",
         side=(
-            # shared/data/SHA256SUMS; canonical digests computed from the shared copies with
+            # the archive's members; canonical digests computed from them with
             # CRLF replaced by LF (propensities.ascii and the maps have LF endings).
             FileSpec("propensities.ascii", "coat/propensities.ascii", "side",
                      "a72e3142a413623c4a6b9d20c4f70fcc017e0db67cc3eb242116f69fb8fb9661",
@@ -140,7 +139,7 @@ REGISTRY: dict[str, DatasetSpec] = {
         url="https://files.grouplens.org/datasets/movielens/ml-100k.zip",
         archive_sha256=None,
         files=(
-            # shared/data/SHA256SUMS; the file has LF endings, so both digests are equal.
+            # the archive's member; the file has LF endings, so both digests are equal.
             FileSpec("u.data", "ml-100k/u.data", "train",
                      "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
                      "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
@@ -149,7 +148,7 @@ REGISTRY: dict[str, DatasetSpec] = {
         licence="MovieLens 100K is for research use only; do not redistribute it "
                 "(GroupLens README).",
         side=(
-            # shared/data/SHA256SUMS; LF endings, so both digests are equal.
+            # the archive's members; LF endings, so both digests are equal.
             FileSpec("u.user", "ml-100k/u.user", "side",
                      "f120e114da2e8cf314fd28f99417c94ae9ddf1cb6db8ce0e4b5995d40e90e62c",
                      "f120e114da2e8cf314fd28f99417c94ae9ddf1cb6db8ce0e4b5995d40e90e62c",
@@ -164,10 +163,10 @@ REGISTRY: dict[str, DatasetSpec] = {
         name="yahoo",
         title="Yahoo! R3 (Webscope ydata-ymusic-rating-study-v1_0)",
         url=None,
-        # One copy of the Webscope .tgz (shared/data/PROVENANCE.md); its name varies.
+        # One copy of the Webscope .tgz (docs/data.md); its name varies.
         archive_sha256="403c4014248c7200b7a5e20c9f9b904584f4f921b07a16a198d94ecfc8c0c13e",
         files=(
-            # shared/data/PROVENANCE.md; LF endings, so both digests are equal.
+            # measured on the original files; LF endings, so both digests are equal.
             FileSpec(YAHOO_TRAIN, f"./{YAHOO_TRAIN}", "train",
                      "85538b3c4a93eafc4f0ce2d39a6cd178e32a6b615ce775b9d635f7995706269d",
                      "85538b3c4a93eafc4f0ce2d39a6cd178e32a6b615ce775b9d635f7995706269d",

@@ -1,8 +1,8 @@
-"""The data statistics table (PROTOCOL.md, "The other experiments", Figure 1).
+"""The data statistics table (docs/protocol.md, "The other experiments", Figure 1).
 
 For each dataset: users, items, training and test ratings, sparsity, mean rating of each part,
 the rating shares over 1..5, and KL(train || test) of those shares in nats, as in
-``shared/data/PROVENANCE.md`` ("Derived check"): sum_r p_r ln(p_r / q_r) with p the training
+docs/data.md, "Rating shift between the parts": sum_r p_r ln(p_r / q_r) with p the training
 shares and q the test shares (paper: Coat 0.049, Yahoo! R3 0.470).
 """
 

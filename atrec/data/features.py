@@ -17,7 +17,7 @@ Features (one-hot or multi-hot 0/1 columns, float64):
   seven groups of MovieLens 1M (under 18, 18-24, 25-34, 35-44, 45-49, 50-55, 56+) and occupation
   (21 columns, sorted by name); the zip code is left out. From ``u.item``: the 19 genre flags
   and the release decade (unknown, before 1950, the 1950s ... the 1990s: 7 columns). Row ``k``
-  is the id ``k + 1`` of the file, which is atrec's 0-based id (PROTOCOL.md, "Indexing").
+  is the id ``k + 1`` of the file, which is atrec's 0-based id (docs/protocol.md, "Data").
 """
 
 from __future__ import annotations

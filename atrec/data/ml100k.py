@@ -1,6 +1,6 @@
 """The Figure-2 data of the paper: MovieLens 100K with a test set of uniform item exposure.
 
-PROTOCOL.md, "The other experiments", and the paper's section 5.1.1 (no code was published;
+docs/protocol.md, "The other experiments", and the paper's section 5.1.1 (no code was published;
 this is atrec's reading of the text):
 
 1. Keep the movies rated by at least ``min_items`` users; re-index the remaining users and

@@ -1,6 +1,6 @@
 """Raw files -> canonical ratings -> a fast binary store with a manifest.
 
-Parsers (PROTOCOL.md, "Data" and "Indexing"):
+Parsers (docs/protocol.md, "Data"):
 
 * Coat ``train.ascii`` / ``test.ascii``: 290 x 300 whitespace-separated integer matrices,
   0 = missing (CRLF endings in the official copy; LF is accepted too). Canonical order is the

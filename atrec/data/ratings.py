@@ -103,7 +103,7 @@ class RatingData:
     test : Ratings
         The MCAR (randomly selected) ratings.
     num_users, num_items : int
-        ``max id + 1`` over the MNAR training part (PROTOCOL.md, "Indexing"); every test id is
+        ``max id + 1`` over the MNAR training part (docs/protocol.md, "Data"); every test id is
         below them.
     checksums : dict
         Source file name -> SHA-256, for provenance.

@@ -1,4 +1,4 @@
-"""The per-seed splits of PROTOCOL.md ("Splits").
+"""The per-seed splits of the paper's protocol (docs/protocol.md, "Splits").
 
 1. The MNAR training ratings are shuffled with the seed and cut 90% train / 10% validation.
 2. The MCAR test ratings are cut once, with the fixed seed 12345, into a 5% slice (only for the

@@ -1,13 +1,13 @@
 """A synthetic MNAR rating generator with known full ratings and known propensities.
 
-The generator mimics Yahoo! R3 (PROTOCOL.md, "Data"): a self-selected (MNAR) training part and
+The generator mimics Yahoo! R3 (docs/data.md, "Yahoo! R3"): a self-selected (MNAR) training part and
 an MCAR test part of a few random items for a subset of users.
 
 1. Full ratings (``num_users x num_items``): a rank-``dim`` model plus user and item biases plus
    Gaussian noise, quantised to 1..5 at the quantiles that give the ``rating_shares`` marginal
-   (default: Yahoo's MCAR test shares from ``shared/data/PROVENANCE.md``).
+   (default: Yahoo's MCAR test shares, docs/data.md).
 2. Observation weight of a cell: ``rating_odds[r - 1] * popularity[i]``. The default odds are
-   Yahoo's train share / test share per rating (PROVENANCE.md histograms): about
+   Yahoo's train share / test share per rating (its histograms): about
    (0.60, 0.53, 1.10, 2.49, 9.64), so training counts come out U-shaped like Yahoo's (1s and 5s
    far more common than 3s) and the training mean is above the MCAR mean. ``popularity`` is
    log-normal with ``popularity_sigma``.
@@ -28,7 +28,7 @@ import numpy as np
 
 from atrec.data.ratings import RatingData, Ratings
 
-# Yahoo! R3 rating shares (shared/data/PROVENANCE.md, "Derived check").
+# Yahoo! R3 rating shares (docs/data.md, "Rating shift between the parts").
 YAHOO_TRAIN_SHARES = (0.3139, 0.1272, 0.1576, 0.1555, 0.2457)
 YAHOO_TEST_SHARES = (0.5262, 0.2419, 0.1439, 0.0624, 0.0255)
 YAHOO_RATING_ODDS = tuple(p / q for p, q in zip(YAHOO_TRAIN_SHARES, YAHOO_TEST_SHARES))

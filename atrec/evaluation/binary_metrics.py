@@ -1,13 +1,13 @@
-"""Metrics of the binary protocols (PROTOCOLS.md sections 2 and 3) on 0/1 labels and predicted
+"""Metrics of the binary protocols (docs/protocols.md, "Binary metrics") on 0/1 labels and predicted
 probabilities: log loss, global AUC, and per-user top-K nDCG, Recall, Precision and F1.
 
 The ICDE 2024 reference code (``haoxuanli-pku/ICDE24-MNAR``, ``real_world/utils.py``) scores a
 user without a positive test item as 1 in nDCG and 0 in Recall, averages Precision over every
 user and takes F1 from the averaged Precision and Recall. :func:`top_k_values` gives those values
 (``*_ref``, ``precision``) and the standard ones beside them, which leave such users out
-(PROTOCOLS.md section 3). Within a user, items are ranked by the probability with ties broken
+(``binary-clean``). Within a user, items are ranked by the probability with ties broken
 stably in test-row order (the reference's ``np.argsort(-q)`` leaves ties to the platform's sort,
-PROTOCOLS.md section 2).
+which varies with versions and CPUs).
 """
 
 from __future__ import annotations

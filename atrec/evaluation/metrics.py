@@ -1,6 +1,6 @@
 """Per-rating losses, weighted aggregation, and the two nDCG@k variants.
 
-One aggregation function serves three estimators (STYLE.md, "per-sample values once"):
+One aggregation function serves three estimators (per-sample values once, one tested definition):
 
 * naive mean: ``weighted_mean(x)``
 * IPS mean (the paper's Eq. 3): ``weighted_mean(x, weights=1/P, self_normalised=False)``
@@ -54,7 +54,7 @@ def ndcg_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray, k: int
     and ``r*_j`` at ideal rank ``j``:
 
     * ``standard``: DCG = sum_j (2^r_j - 1) / log2(j + 1); IDCG the same over ``r*``.
-    * ``paper`` (the authors' evaluator, PROTOCOL.md): DCG = (r_1 - 1) + sum_{j>=2} r_j / log2(j);
+    * ``paper`` (the authors' evaluator): DCG = (r_1 - 1) + sum_{j>=2} r_j / log2(j);
       IDCG = (2^{r*_1} - 1) + sum_{j>=2} r*_j / log2(j). It mixes gains, so it is not 1 for a
       perfect ranking: ratings (5, 4, 3, 1) ranked perfectly give 0.268.
 
@@ -124,7 +124,7 @@ def _ranked(users: np.ndarray, ratings: np.ndarray, key: np.ndarray,
 def ndcg_exp_at_k(users: np.ndarray, ratings: np.ndarray, scores: np.ndarray,
                   k: int = 5) -> float:
     """Mean nDCG@k over users with gain ``2^(r - 1)`` (the IJCAI 2022 code's evaluator,
-    ``usaito/ijcai2022-adversarial-mf``, PROTOCOLS.md section 1).
+    ``usaito/ijcai2022-adversarial-mf``; docs/protocols.md, "ijcai2022").
 
     Arrays ``(n,)``, one entry per test rating. For each user, with ``r_j`` the true rating at
     predicted rank ``j`` (1-based) and ``r*_j`` at ideal rank ``j``, ``k_u = min(k, #items)``:

@@ -94,7 +94,7 @@ BUILT_IN = (
     _saito("mse", "selected", _mse, 3,
            "mean squared error on the evaluated test set at the selected step"),
     _saito("ndcg3_paper", "ranking", functools.partial(m.ndcg_at_k, k=3, variant="paper"), 4,
-           "the Saito 2020 code's nDCG@3 (mixed gains; PROTOCOL.md)"),
+           "the Saito 2020 code's nDCG@3 (mixed gains)"),
     _saito("ndcg3_standard", "ranking", functools.partial(m.ndcg_at_k, k=3, variant="standard"),
            4, "nDCG@3 with gain 2^r - 1 and discount 1/log2(rank + 1)"),
     Metric("ndcg5_ijcai", "nDCG@5", False, "ranking",

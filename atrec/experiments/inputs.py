@@ -49,7 +49,7 @@ def stack_inputs(data: RatingData, propensity: str, seeds: list[int], estimator=
     float64 ``[R]``; the other columns, and so MF-IPS, do not depend on it. Its ``diagnostics``
     after each estimate, if any, are kept per split for the records. ``split(data, seed)``
     makes each seed's :class:`~atrec.data.splits.Split` (a protocol's, :mod:`atrec.protocols`;
-    default PROTOCOL.md's).
+    default the paper's).
     """
     if estimator is None:
         estimator = get_estimator("uniform" if propensity == NO_PROPENSITY else propensity)

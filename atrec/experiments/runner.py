@@ -378,7 +378,8 @@ def validation_loss(data: RatingData, propensity: str, with_at: bool, params: Hy
                     seed: int = TUNING_SEED, settings=None, at_settings=None,
                     estimator=None, method: str = DEFAULT_METHOD,
                     protocol: str = DEFAULT_PROTOCOL) -> float:
-    """The tuning objective (PROTOCOL.md): the lowest validation loss of one run on ``seed``'s split.
+    """The tuning objective (docs/protocol.md, "Tuning"): the lowest validation loss of one run on
+    ``seed``'s split.
 
     Nothing is saved. Compiled loops are cached per shape (``dim``), so trials that only change
     ``lam`` or ``epsilon`` do not recompile. ``estimator``: as in

@@ -1,6 +1,6 @@
 """Asymmetric tri-training (AT, Saito SIGIR 2020, Algorithm 1) as the authors ran it, many seeds at once.
 
-Three base learners (PROTOCOL.md, "Asymmetric tri-training (AT)"): A1 and A2 are MF-IPS with the
+Three base learners (docs/protocol.md, "Asymmetric tri-training"): A1 and A2 are MF-IPS with the
 chosen propensity and different initialisations, A3 is MF with propensity 1. All three share
 ``dim`` and ``lam``; each has its own Adam state and its own Adam step count.
 

@@ -1,5 +1,5 @@
 """The models of the binary reference code, stacked over replicas: matrix factorisation without
-biases, the NCF propensity model, and their initialisation (PROTOCOLS.md section 2).
+biases, the NCF propensity model, and their initialisation (docs/protocols.md, "binary-icde24").
 
 - MF: ``logit = <W_u, H_i>``, probability ``sigmoid(logit)``; PyTorch's ``nn.Embedding``
   default makes every entry N(0, 1), not scaled by ``k``;

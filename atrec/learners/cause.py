@@ -1,7 +1,7 @@
 """CausE (Bonner and Vasile, RecSys 2018, "Causal embeddings for recommendation") as an atrec
 learner: a control model trained on MCAR ratings pulls the predictor's embeddings towards it.
 
-Models (BASELINES.md, "CausE"):
+Models (docs/estimators.md, "CausE"):
 
 - treatment (the predictor, what is evaluated): MF-IPS's ``f(u,i) = theta_u . beta_i + b_u + b_i
   + b``, initialised as :func:`atrec.learners.mf.init_params` (same seeds, same draws);
@@ -9,8 +9,8 @@ Models (BASELINES.md, "CausE"):
 
 One step (:func:`update`), in this order:
 
-1. one full-batch Adam step of the control model on the 5% MCAR slice ``S`` (PROTOCOL.md: the
-   part of the MCAR test set that no metric reads):
+1. one full-batch Adam step of the control model on the 5% MCAR slice ``S`` (the part of the
+   MCAR test set that no metric reads):
    ``L_c = mean_S (r - c)^2 + lam * (l2(Uc) + l2(Vc))``;
 2. one Adam step of the predictor on the batch ``O_B`` of observed ratings (weights ``w``, 1 for
    this method, which uses no propensity; pseudo-labels inside AT have weights 1 too):

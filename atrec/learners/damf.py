@@ -1,7 +1,7 @@
 """DAMF, domain-adversarial matrix factorisation (Saito and Nomura, IJCAI 2022, "Towards
 resolving propensity contradiction in offline recommender learning"), as an atrec learner.
 
-Models (BASELINES.md, "DAMF"):
+Models (docs/estimators.md, "DAMF"):
 
 - the predictor ``f(u,i) = theta_u . beta_i + b_u + b_i + b``, MF-IPS's, initialised as
   :func:`atrec.learners.mf.init_params` (same seeds, same draws);
@@ -63,7 +63,7 @@ from atrec.learners.base import (  # noqa: E402
 from atrec.runtime import tf  # noqa: E402
 
 BLOCK = 20                      # steps per block of the alternation
-ADVERSARY_L2 = 0.1              # the adversary's L2 weight (BASELINES.md), not lam
+ADVERSARY_L2 = 0.1              # the adversary's L2 weight (fixed in the code), not lam
 F_IDX = (0, 1, 2, 3, 9)         # the predictor's U, V, bu, bi, b
 H_IDX = (4, 5)                  # the adversary's G, H
 PEN, N_F, N_H = 6, 7, 8         # the constant pen and the two update counts

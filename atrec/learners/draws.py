@@ -1,11 +1,11 @@
 """Each epoch's batch positions for the binary engine (:mod:`atrec.learners.epochs`), drawn for
 the replicas still training only, one epoch ahead on worker threads.
 
-What is drawn is PROTOCOLS.md section 2's: every epoch each replica shuffles its primary source
-(its observed pairs, or all ``users x items`` pairs for a propensity model) with its own NumPy
-``RandomState`` and takes ``n // B`` full batches; a stage that also needs pairs from all
-``users x items`` takes ``m = n // B x G B`` distinct ones, in random order, and gives batch
-``j`` the slice ``[G B j, G B (j + 1))``.
+What is drawn is the binary reference code's (docs/protocols.md, "The binary protocols"): every
+epoch each replica shuffles its primary source (its observed pairs, or all ``users x items`` pairs
+for a propensity model) with its own NumPy ``RandomState`` and takes ``n // B`` full batches; a
+stage that also needs pairs from all ``users x items`` takes ``m = n // B x G B`` distinct ones, in
+random order, and gives batch ``j`` the slice ``[G B j, G B (j + 1))``.
 
 - **The shuffles** (:func:`shuffled`) are ``RandomState.permutation``'s own, of int64 positions,
   below :data:`SORTED_SHUFFLE_FROM` positions: NumPy shuffles an array of pointer-sized items by

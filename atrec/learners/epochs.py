@@ -1,8 +1,8 @@
 """The epoch engine of the binary protocols: shuffled full batches, PyTorch's Adam, a stopping
 rule per replica, many seeds in one compiled loop.
 
-PROTOCOLS.md section 2 fixes what a training stage of the binary reference code does, and this
-module does exactly that for ``R`` stacked replicas (one per seed):
+docs/protocols.md, "binary-icde24", fixes what a training stage of the binary reference code does,
+and this module does exactly that for ``R`` stacked replicas (one per seed):
 
 - **batches**: every epoch each replica shuffles its observed pairs (its own NumPy stream) and
   takes ``n // B`` full batches, the remainder dropped; a stage that also needs pairs drawn from

@@ -1,6 +1,6 @@
 """``ijcai-dr``: the model the IJCAI 2022 code (``usaito/ijcai2022-adversarial-mf``, class
-``MFDR``) trains as "DR", run as that code runs it (PROTOCOLS.md section 1). It is NOT a doubly
-robust estimator; atrec's DR-JL (:mod:`atrec.learners.dr`) is.
+``MFDR``) trains as "DR", run as that code runs it (docs/protocols.md, "ijcai-dr"). It is NOT a
+doubly robust estimator; atrec's DR-JL (:mod:`atrec.learners.dr`) is.
 
 Models: the predictor ``f(u,i) = theta_u . beta_i + b_u + b_i + b`` (MF-IPS's) and an
 imputation model ``g(u,i) = Ui_u . Vi_i`` of the residual ``r - f`` (no biases, Glorot-uniform

@@ -1,7 +1,7 @@
 """Losses of binary labels, element-wise, in the forms the reference codes compute them.
 
-PROTOCOLS.md ("Notation") names three cross-entropies; each changes gradients and the sums a
-stopping rule reads, so each is reproduced where its code uses it:
+The binary reference code uses three cross-entropies (docs/protocols.md, "The binary methods"); each
+changes gradients and the sums a stopping rule reads, so each is reproduced where its code uses it:
 
 - :func:`bce`: PyTorch's ``binary_cross_entropy`` on float32 probabilities, each log clamped at
   -100: a saturated ``q == 1`` with ``t == 0`` costs 100 and passes ZERO gradient;

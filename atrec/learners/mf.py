@@ -1,6 +1,6 @@
 """MF and MF-IPS in TensorFlow 2, trained as the authors did, with many seeds at once.
 
-Model (PROTOCOL.md, "MF-IPS model and loss"):
+Model (docs/protocol.md, "MF-IPS"):
 ``r_hat(u, i) = theta_u . beta_i + b_u + b_i + b`` with Glorot-uniform embeddings,
 ``b_u, b_i ~ N(0, 0.01^2)`` and ``b = 0.001``. The loss on a mini-batch is the self-normalised
 IPS mean ``sum (r - r_hat)^2 / P  /  sum 1 / P`` (``loss="snips"``, the authors' code) or the plain

@@ -1,6 +1,6 @@
 """AT's pseudo-labels, drawn with the law of the authors' procedure without drawing candidates.
 
-The authors' procedure (PROTOCOL.md, "Asymmetric tri-training"): build the list of all
+The authors' procedure (docs/protocol.md, "Asymmetric tri-training"): build the list of all
 ``N = num_users * num_items`` pairs, draw ``C = candidate_factor * n_train`` candidates from it
 uniformly with replacement, keep the ``k`` candidates where ``|A1 - A2| <= epsilon`` (in candidate
 order, with their multiplicity) and draw batches of ``batch_size`` from that survivor list with

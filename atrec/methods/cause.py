@@ -1,4 +1,5 @@
-"""CausE, causal embeddings (Bonner and Vasile, RecSys 2018), as BASELINES.md states it.
+"""CausE, causal embeddings (Bonner and Vasile, RecSys 2018), as docs/estimators.md, "CausE", states
+it.
 
 A control model ``c(u,i) = Uc_u . Vc_i`` trains on the 5% MCAR slice of the test set (each
 split's ``test_prior``, never evaluated); the predictor ``f`` (MF with biases) trains on the MNAR
@@ -27,7 +28,7 @@ class CausE(LearnerMethod):
     on MF-IPS's schedule and serves as A1/A2 of asymmetric tri-training.
 
     ``reference_params``: the values tuned by Saito and Nomura (IJCAI 2022) in their repository
-    ``usaito/ijcai2022-adversarial-mf`` (BASELINES.md), tuned under THEIR protocol (batch 2,048,
+    ``usaito/ijcai2022-adversarial-mf``, tuned under THEIR protocol (batch 2,048,
     2,500 steps, zero bias initialisation), not atrec's; they run here as given, untuned for
     atrec's 500 steps of 1,024. No values were published for CausE inside AT (no ``epsilon``),
     so ``cause/none-at`` has none: ``--with-at --params published`` stops with a one-line error

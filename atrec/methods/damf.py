@@ -1,5 +1,5 @@
-"""DAMF, domain-adversarial matrix factorisation (Saito and Nomura, IJCAI 2022), as BASELINES.md
-states it.
+"""DAMF, domain-adversarial matrix factorisation (Saito and Nomura, IJCAI 2022), as
+docs/estimators.md, "DAMF", states it.
 
 An adversary ``h(u,i) = G_u . H_i`` measures how differently the predictor ``f`` (MF with
 biases) behaves on uniformly drawn cells and on observed ones; ``f`` is trained on the MNAR
@@ -26,10 +26,10 @@ class DAMF(LearnerMethod):
     on MF-IPS's schedule of observed batches (plus its own uniform cells) and serves as A1/A2
     of asymmetric tri-training.
 
-    ``reference_params``: the values tuned by Saito and Nomura in ``usaito/ijcai2022-adversarial-mf``
-    (BASELINES.md), under THEIR protocol (batch 2,048, 2,500 steps, zero bias initialisation),
-    not atrec's; they run here as given. No values were published for DAMF inside AT (no
-    ``epsilon``), so ``damf/none-at`` has none: ``--with-at --params published`` stops with a
+    ``reference_params``: the values tuned by Saito and Nomura in
+    ``usaito/ijcai2022-adversarial-mf``, under THEIR protocol (batch 2,048, 2,500 steps, zero bias
+    initialisation), not atrec's; they run here as given. No values were published for DAMF inside
+    AT (no ``epsilon``), so ``damf/none-at`` has none: ``--with-at --params published`` stops with a
     one-line error asking for ``atrec tune --method damf --with-at``.
     """
 

@@ -1,6 +1,6 @@
 """``ijcai-dr``: what the IJCAI 2022 code (Saito and Nomura, ``usaito/ijcai2022-adversarial-mf``)
 trains and reports as "DR", named for what it is: an IPS predictor trained beside an imputation
-model that never reaches it (PROTOCOLS.md section 1; formulas, schedule and what is kept from
+model that never reaches it (docs/protocols.md, "ijcai-dr"; formulas, schedule and what is kept from
 the code: :mod:`atrec.learners.ijcai_dr`). Not doubly robust; atrec's DR-JL is. Its values
 (``reference``) exist under the ``ijcai2022`` protocol, which runs it on the code's schedule
 (5,000 loop steps of 2,048: 125 cycles of 20 imputation and 20 predictor steps).

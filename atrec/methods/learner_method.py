@@ -1,7 +1,7 @@
-"""A method defined by its learner alone, trained on MF-IPS's schedule (PROTOCOL.md): batches of
-1,024 observed ratings drawn as the authors drew them, Adam, ``steps`` updates, the validation
-loss after every step and the test metrics at its lowest. A new method that only changes the
-model or the loss subclasses :class:`LearnerMethod` and writes :meth:`Method.learner`; its
+"""A method defined by its learner alone, trained on MF-IPS's schedule (docs/protocol.md, "MF-IPS"):
+batches of 1,024 observed ratings drawn as the authors drew them, Adam, ``steps`` updates, the
+validation loss after every step and the test metrics at its lowest. A new method that only changes
+the model or the loss subclasses :class:`LearnerMethod` and writes :meth:`Method.learner`; its
 :meth:`~LearnerMethod.fit` (and AT's A1/A2) then come for free. The loop is
 :func:`atrec.learners.mf.fit` with the learner in place of MF-IPS.
 """

@@ -1,5 +1,5 @@
-"""MF-IPS, the paper's base method and atrec's first registered one (PROTOCOL.md, "MF-IPS model
-and loss"): matrix factorisation with biases, trained on the self-normalised IPS mean of the
+"""MF-IPS, the paper's base method and atrec's first registered one (docs/protocol.md,
+"MF-IPS"): matrix factorisation with biases, trained on the self-normalised IPS mean of the
 squared errors (``--loss ips``: the paper's Eq. 3) with the L2 term over whole tables; the step
 of lowest validation loss gives MAE and MSE. The training loop is :func:`atrec.learners.mf.fit`.
 """

@@ -1,7 +1,7 @@
 """The contract of a propensity estimator: a named class with a table label and ``estimate``.
 
 An estimator maps a :class:`~atrec.data.splits.Split` to the propensities of its training and
-validation pairs, estimated from the training part only (PROTOCOL.md, "Propensity estimators").
+validation pairs, estimated from the training part only (docs/protocol.md, "Propensities").
 A new estimator subclasses :class:`Propensity`, sets ``name``, ``label`` and ``description``,
 implements :meth:`Propensity.estimate` and is registered (:mod:`atrec.propensity.registry`).
 
@@ -63,9 +63,10 @@ class Propensity:
 
     def estimate_with_calibration(self, split: Split) -> tuple[PairPropensities, float | None]:
         """:meth:`estimate` and the factor ``c`` of the calibrated propensity
-        ``P = min(1, c * p)`` (BASELINES.md), ``c = |O| / S`` with ``|O| = len(split.train)``:
-        the mean of ``c * p`` over all cells is the observed density. ``c`` is ``None`` when
-        the estimator gives no ``S``. What the runner stacks, so a fitted model fits once."""
+        ``P = min(1, c * p)`` (docs/estimators.md, "Calibrated propensities"), ``c = |O| / S`` with
+        ``|O| = len(split.train)``: the mean of ``c * p`` over all cells is the observed density.
+        ``c`` is ``None`` when the estimator gives no ``S``. What the runner stacks, so a fitted
+        model fits once."""
         try:
             factor = len(split.train) / self.cells_sum(split)
         except NotImplementedError:

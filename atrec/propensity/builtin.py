@@ -1,4 +1,5 @@
-"""atrec's own propensity estimators: the paper's six (section 5.1.2, PROTOCOL.md) and Figure 2's.
+"""atrec's own propensity estimators: the paper's six (section 5.1.2; docs/protocol.md,
+"Propensities") and Figure 2's.
 
 Each estimator (a :class:`~atrec.propensity.base.Propensity`) maps a split to per-pair
 propensities of its training and validation ratings, estimated from the training part only.

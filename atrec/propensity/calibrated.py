@@ -3,8 +3,8 @@
 atrec's estimators give a **max-normalised** ``p`` (its largest value over all cells is 1),
 which is all a self-normalised loss needs: such losses do not change when ``p`` is rescaled.
 Methods whose formula needs a probability (the ``(1 - P)`` of MRDR, the DR correction without
-self-normalisation) use the **calibrated** propensity (shared/BASELINES.md, "Propensities:
-calibrated and max-normalised")::
+self-normalisation) use the **calibrated** propensity (docs/estimators.md,
+"Calibrated propensities")::
 
     P(u, i) = clip( p(u, i) * |O| / S,  min_propensity,  1 ),   S = sum over all cells of p
 
@@ -17,7 +17,7 @@ observed cells is the number observed.
 For the naive-Bayes estimators ``p`` depends on the rating ``r``, which is unknown for
 unobserved cells, so ``S`` is its expectation under the estimator's rating prior ``P(r)``:
 ``S = num_cells * sum_r P(r) p(r)``. With ``p(r)`` proportional to ``P(r | O=1) / P(r)`` this
-gives exactly ``P(O=1 | r) = P(r | O=1) * rho / P(r)`` (Bayes' rule, as BASELINES.md asks;
+gives exactly ``P(O=1 | r) = P(r | O=1) * rho / P(r)`` (Bayes' rule;
 ``P(r)`` uniform for NB (uniform), the 5% MCAR slice's shares for NB (true)).
 
 ``min_propensity`` (default ``None``: no lower clip) is an option a run records with its

@@ -1,4 +1,4 @@
-"""The field's standard propensity baselines (shared/BASELINES.md, "More propensity estimators").
+"""The field's standard propensity baselines (docs/estimators.md, "More propensity estimators").
 
 Each fits (or reads) a probability of observation ``P(u, i)`` for every cell, from the training
 part only: the observation matrix ``Y`` has a 1 at each ``split.train`` pair and 0 at every
@@ -16,8 +16,8 @@ coat-shipped Coat's own ``propensities.ascii`` (Schnabel et al. 2016, learned fr
 logistic   Schnabel et al.'s logistic regression of "observed" on user and item features
            (one-hot main effects, :func:`~atrec.propensity.solvers.fit_feature_logistic`, L2
            ``lam = 1`` on the summed log-likelihood, the scale of scikit-learn's default
-           ``C = 1``), then clipped below at 0.05. The 0.05 is the value BASELINES.md gives for
-           the reference code's clipping; it was not re-checked against that code here.
+           ``C = 1``), then clipped below at 0.05. The 0.05 is the clipping value reported for
+           the reference code; it was not re-checked against that code here.
            Datasets with features: coat, ml-100k (:mod:`atrec.data.features`).
 1bit-mc    1-bit matrix completion of ``Y`` (Ma and Chen, NeurIPS 2019): the nuclear-norm-
            constrained logistic fit :func:`~atrec.propensity.solvers.fit_onebit_mc`, solved to a

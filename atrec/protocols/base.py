@@ -134,7 +134,7 @@ class Protocol:
         return replace(settings, **self.method_steps.get(method, {}))
 
     def at_settings(self, loss: str = "snips", batch_seed: int | None = 12345) -> ATSettings:
-        """AT's settings under this protocol: PROTOCOL.md's schedule with this protocol's batch
+        """AT's settings under this protocol: the paper's schedule with this protocol's batch
         size, learning rate and bias initialisation."""
         s = self.schedule
         return ATSettings(batch_size=s.batch_size, learning_rate=s.learning_rate, loss=loss,

@@ -1,5 +1,6 @@
 """The binary protocols: ``binary-icde24`` (the ICDE 2024 collection's, traps included) and
-``binary-clean`` (the same task without them), as PROTOCOLS.md sections 2, 3 and 5 specify.
+``binary-clean`` (the same task without them), as docs/protocols.md, "The binary protocols",
+specifies.
 
 Both see the ratings as binary labels, ``y = 1`` for a rating of 3 or more (the ``binary``
 view), train on the MNAR ratings, test on the MCAR ratings, and train in epochs of shuffled full
@@ -105,7 +106,7 @@ class BinaryICDE24(_Binary):
     name = "binary-icde24"
     label = "Binary MCAR, ICDE 2024 code"
     description = ("ratings >= 3 as positives, all MNAR to train, all MCAR to test, no "
-                   "validation, the code's stopping rule and its leaks (PROTOCOLS.md section 2)")
+                   "validation, the code's stopping rule and its leaks")
     reference = "Li et al., ICDE 2024; haoxuanli-pku/ICDE24-MNAR (real_world/)"
     metrics = BINARY_REFERENCE_METRICS
     selection = "none: the last epoch (the reference code's stopping rule on the training loss)"
@@ -147,8 +148,8 @@ class BinaryClean(_Binary):
     name = "binary-clean"
     label = "Binary MCAR, clean"
     description = ("the binary task without the traps: a validation split for stopping and "
-                   "tuning, no test label in training, corrected forms (PROTOCOLS.md section 3)")
-    reference = "atrec; PROTOCOLS.md section 3"
+                   "tuning, no test label in training, corrected forms")
+    reference = "atrec's design (docs/protocols.md, binary-clean)"
     metrics = BINARY_CLEAN_METRICS
     selection = (f"early stopping on the validation criterion, patience {PATIENCE}, best epoch "
                  f"kept")

@@ -1,5 +1,5 @@
 """``ijcai2022``: Saito and Nomura's protocol (IJCAI 2022, ``usaito/ijcai2022-adversarial-mf``),
-as PROTOCOLS.md section 1 specifies it.
+as docs/protocols.md, "ijcai2022", specifies it.
 
 Split (the same for every seed; the seed only initialises the model, as the code's
 ``tf.set_random_seed(run)``):
@@ -56,7 +56,7 @@ def mcar_slice_mask(n_test: int) -> np.ndarray:
     return np.random.RandomState(MCAR_SLICE_SEED).binomial(1, MCAR_SLICE_P, n_test).astype(bool)
 
 
-# hyper_params.yaml of usaito/ijcai2022-adversarial-mf (PROTOCOLS.md section 1), one row per
+# hyper_params.yaml of usaito/ijcai2022-adversarial-mf, one row per
 # (data, method, propensities, dim, lam, extra): IPS and DR rows by propensity (both =
 # user-item, oracle = nb-true). The code's *-1bitmc rows ran with uniform propensities, so
 # atrec's 1bit-mc has no reference values here.
@@ -100,7 +100,7 @@ class IJCAI2022(Protocol):
     name = "ijcai2022"
     label = "Saito & Nomura 2022 (IJCAI)"
     description = ("the IJCAI 2022 code's 1-5 star protocol: fixed split, 2,500 steps of "
-                   "2,048, MSE, nDCG@5 and rating-weighted Recall@5 (PROTOCOLS.md section 1)")
+                   "2,048, MSE, nDCG@5 and rating-weighted Recall@5")
     reference = "Saito and Nomura, IJCAI 2022; usaito/ijcai2022-adversarial-mf"
     metrics = ("mae", "mse", "ndcg5_ijcai", "recall5_ijcai")
     selection = ("lowest validation criterion (self-normalised IPS MSE with the run's "

@@ -1,4 +1,4 @@
-"""``saito2020``: the paper's protocol (PROTOCOL.md), atrec's default.
+"""``saito2020``: the paper's protocol (docs/protocol.md), atrec's default.
 
 Per seed ``s``: the MNAR ratings shuffled by ``s`` and cut 90/10 into train and validation; the
 MCAR test set cut once (seed 12345) into a 5% slice (the NB (true) prior) and the 95% on which
@@ -23,7 +23,7 @@ from atrec.protocols.base import Protocol, Schedule
 class Saito2020(Protocol):
     name = "saito2020"
     label = "Saito 2020 (SIGIR)"
-    description = "the paper's 1-5 star protocol: MAE, MSE and nDCG@3 (PROTOCOL.md)"
+    description = "the paper's 1-5 star protocol: MAE, MSE and nDCG@3"
     reference = "Saito, SIGIR 2020; usaito/asymmetric-tri-rec-real"
     metrics = ("mae", "mse", "ndcg3_paper", "ndcg3_standard")
     selection = "lowest validation loss (self-normalised IPS MSE with the run's propensity)"

@@ -7,12 +7,12 @@ selected cell is within tolerance and every gating claim holds.
 Tolerances (:data:`DEFAULT_TOLERANCES`). A cell passes when
 ``|mean - paper| <= max(relative * |paper|, k_se * sd / sqrt(n))``:
 
-* ``relative``: a floor from the targets of the reproduction. PROTOCOL.md says the authors' own
-  code, rerun today, reproduces the MAE/MSE cells within about two standard errors; the
-  trainer's targets are about 1% without AT and 2% with AT (AT adds three models, a pseudo-label
-  sampler and a selection over 100 steps, so its seed-to-seed spread is larger). Those floors
-  are used for MAE and MSE. The paper prints three decimals, so the floor must also exceed the
-  rounding error 0.0005 (it does: 1% of 0.83 is 0.008).
+* ``relative``: a floor from the targets of the reproduction. The authors' own code, rerun
+  today (docs/protocol.md, "Tuning"), reproduces the MAE/MSE cells within about two standard errors;
+  the trainer's targets are about 1% without AT and 2% with AT (AT adds three models, a pseudo-label
+  sampler and a selection over 100 steps, so its seed-to-seed spread is larger). Those floors are
+  used for MAE and MSE. The paper prints three decimals, so the floor must also exceed the rounding
+  error 0.0005 (it does: 1% of 0.83 is 0.008).
 * nDCG@3 (paper variant) is squeezed into about 0.29 (Coat) and 0.35 (Yahoo), and it is measured
   on the *last* step's parameters, not the best one, so it follows training noise. A 2% floor
   (about 0.006 on Coat, 0.007 on Yahoo) is half the Coat spread between propensities
@@ -20,7 +20,7 @@ Tolerances (:data:`DEFAULT_TOLERANCES`). A cell passes when
 * ``k_se = 3``: the seed-to-seed standard error of the user's mean, ``sd / sqrt(n)``, widens the
   band when the user's seeds are noisier than the floor. The published mean has an unknown
   standard error of about the same size, so 3 own standard errors are about 2.1 standard errors
-  of the difference of two means: the "about two standard errors" of PROTOCOL.md.
+  of the difference of two means: the "about two standard errors" the authors' code meets.
 
 Gating claims (:data:`GATING_CLAIMS` = 1, 2, 3). A claim gates only when every dataset it
 needs is selected (Yahoo: 1-3). Claims 4 and 5 are reported but do not gate:

@@ -51,7 +51,7 @@ from atrec.tuning.study import (
 # earlier one left in the results folder.
 START_SETS = tuple(s for s in DEFAULT_CHAIN if s != TUNED)
 START_PARAMS = ",".join(START_SETS)
-NO_START = "none"    # --params none: the sampler alone (PROTOCOL.md's tuning of Table 1)
+NO_START = "none"    # --params none: the sampler alone (the tuning of Table 1)
 
 
 def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
@@ -76,7 +76,8 @@ def make_objective(data, propensity: str, with_at: bool, settings=None,
 class TuneRequest:
     """The selection of ``atrec tune`` (names already validated with :func:`atrec.names.expand`).
 
-    ``settings`` / ``at_settings``: protocol settings of the objective (``None``: PROTOCOL.md's).
+    ``settings`` / ``at_settings``: protocol settings of the objective (``None``: the paper's
+    protocol's).
     """
 
     datasets: tuple[str, ...]
@@ -254,9 +255,10 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
 def tune_all(datasets, propensities, at_options, trials: int = DEFAULT_TRIALS,
              storage: str | None = None, study_prefix: str = DEFAULT_PREFIX, quiet: bool = True,
              progress: Callable[[Progress], None] | None = None) -> list[StudyOutcome]:
-    """:func:`tune` of a selection given as lists (``quiet`` drops ``progress``): PROTOCOL.md's
-    tuning of Table 1 (``atrec reproduce --tune``), from the sampler alone like the authors'
-    (a first trial at their published values would decide what it is meant to find)."""
+    """:func:`tune` of a selection given as lists (``quiet`` drops ``progress``): the tuning of
+    Table 1 (``atrec reproduce --tune``; docs/protocol.md, "Tuning"), from the sampler alone like
+    the authors' (a first trial at their published values would decide what it is meant to
+    find)."""
     request = TuneRequest(tuple(datasets), tuple(propensities), tuple(at_options), trials,
                           storage, study_prefix, start=None)
     return tune(request, progress=None if quiet else progress)

@@ -17,7 +17,7 @@ from atrec.tuning.storage import file_lock
 from atrec.tuning.study import StudyOutcome
 
 EXPORT_HEADER = """\
-# Hyperparameters tuned by 'atrec tune' (Optuna TPE, PROTOCOL.md "Hyperparameters and tuning").
+# Hyperparameters tuned by 'atrec tune' (Optuna TPE; docs/protocol.md, "Tuning").
 # Read by '--params tuned'. Per entry: dim, lam[, epsilon] are the parameters; study, trials,
 # best_value (lowest validation loss), best_trial, storage and updated record where they
 # come from; reference_value, where present, is the loss of the first trial, run at the

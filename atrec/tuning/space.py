@@ -1,4 +1,4 @@
-"""The search space of a tuning study: PROTOCOL.md's (``dim`` in {5, 10, ..., 50}, ``lam``
+"""The search space of a tuning study: the paper's (``dim`` in {5, 10, ..., 50}, ``lam``
 log-uniform in [1e-6, 1], ``epsilon`` log-uniform in [1e-3, 1] with AT), or a registered
 method's, built from its declared hyperparameters."""
 
@@ -14,7 +14,8 @@ from atrec.results.params import HyperParams
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """The search space of PROTOCOL.md: ``dim`` on a grid, ``lam`` and ``epsilon`` log-uniform."""
+    """The search space of the paper (docs/protocol.md, "Tuning"): ``dim`` on a grid, ``lam`` and
+    ``epsilon`` log-uniform."""
 
     dim_low: int = 5
     dim_high: int = 50
@@ -28,7 +29,7 @@ class SearchSpace:
     @classmethod
     def for_method(cls, method: str = DEFAULT_METHOD, protocol: str | None = None) -> "SearchSpace":
         """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
-        hyperparameters, and AT's ``epsilon``; MF-IPS's is PROTOCOL.md's."""
+        hyperparameters, and AT's ``epsilon``; MF-IPS's is the paper's."""
         method_cls = method_class(method, protocol)
         dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
         return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,

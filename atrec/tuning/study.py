@@ -1,4 +1,4 @@
-"""Optuna studies that many workers share (PROTOCOL.md, "Hyperparameters and tuning").
+"""Optuna studies that many workers share (docs/protocol.md, "Tuning").
 
 :func:`run_study` works on one study until it holds the requested number of COMPLETE trials,
 counted over every worker (process, machine) that opens it in the same storage

@@ -1,4 +1,4 @@
-"""The data statistics table: golden values by hand and from PROVENANCE.md."""
+"""The data statistics table: golden values by hand and from docs/data.md."""
 
 import math
 
@@ -43,7 +43,7 @@ def test_kl_edge_cases():
 
 
 def test_yahoo_shares_from_provenance_give_0_4689():
-    # PROVENANCE.md histograms of Yahoo! R3 (train 311,704; test 54,000 ratings)
+    # docs/data.md: histograms of Yahoo! R3 (train 311,704; test 54,000 ratings)
     train = [97844, 39652, 49131, 48480, 76597]
     test = [28417, 13064, 7770, 3371, 1378]
     p = [c / sum(train) for c in train]
@@ -55,7 +55,7 @@ def test_coat_from_the_real_files():
     train = parse_coat_matrix(SHARED / "coat" / "train.ascii")
     test = parse_coat_matrix(SHARED / "coat" / "test.ascii")
     s = data_stats(RatingData("coat", train, test, 290, 300, {}))
-    assert round(s["kl"], 4) == 0.0490  # PROVENANCE.md "Derived check"; paper 0.049
+    assert round(s["kl"], 4) == 0.0490  # docs/data.md; paper 0.049
     assert [round(x, 4) for x in s["train_shares"]] == [0.2731, 0.2065, 0.2467, 0.1832, 0.0905]
     assert [round(x, 4) for x in s["test_shares"]] == [0.4050, 0.1938, 0.2159, 0.1381, 0.0472]
     assert s["sparsity"] == pytest.approx(6960 / 87000)

@@ -23,7 +23,7 @@ def test_coat_features_and_propensities(installed, monkeypatch):
     monkeypatch.setenv("ATREC_DATA_DIR", str(installed))
     f = load_features("coat")
     assert f.user.shape == (290, 14) and f.item.shape == (300, 33)
-    assert (f.user.sum(1) == 4).all() and (f.item.sum(1) == 4).all()  # PROVENANCE.md
+    assert (f.user.sum(1) == 4).all() and (f.item.sum(1) == 4).all()  # docs/data.md
     assert f.user_names[0] == "gender:men" and len(f.item_names) == 33
     p = load_shipped_propensities("coat")
     first = (SHARED / "coat" / "propensities.ascii").read_text().split("\n")[0].split()

@@ -38,7 +38,7 @@ def test_coat_end_to_end(data_dir, coat_matrices):
     data = preprocess("coat", quiet=True)
     sizes = (data.num_users, data.num_items, len(data.train), len(data.test))
     assert sizes == (290, 300, 6960, 4640)
-    # PROVENANCE.md histograms
+    # docs/data.md: histograms
     assert data.train.histogram().tolist() == [1901, 1437, 1717, 1275, 630]
     assert data.test.histogram().tolist() == [1879, 899, 1002, 641, 219]
     for part in ("train", "test"):

@@ -54,7 +54,7 @@ def test_yahoo_size_looks_like_yahoo():
     assert (d.num_users, d.num_items, len(d.train), len(d.test)) == (15_400, 1_000, 311_704, 54_000)
     train, test = d.train.histogram() / len(d.train), d.test.histogram() / len(d.test)
     assert train[0] > train[2] and train[4] > train[2]  # U-shaped training counts, like Yahoo
-    # close to Yahoo's own shares (PROVENANCE.md): the odds were taken from them
+    # close to Yahoo's own shares (docs/data.md): the odds were taken from them
     assert np.abs(train - [0.3139, 0.1272, 0.1576, 0.1555, 0.2457]).max() < 0.03
     assert np.abs(test - [0.5262, 0.2419, 0.1439, 0.0624, 0.0255]).max() < 0.01
 
@@ -87,7 +87,7 @@ def test_determinism_by_seed(small):
 def test_presets_and_odds():
     assert YAHOO_SIZE == dict(num_users=15_400, num_items=1_000, n_train=311_704,
                               n_test_users=5_400, test_per_user=10, dim=10)
-    # train share / test share of Yahoo! R3 (PROVENANCE.md): 0.3139 / 0.5262 for rating 1
+    # train share / test share of Yahoo! R3 (docs/data.md): 0.3139 / 0.5262 for rating 1
     assert YAHOO_RATING_ODDS[0] == pytest.approx(0.3139 / 0.5262)
     assert YAHOO_RATING_ODDS[4] == pytest.approx(0.2457 / 0.0255)
 

@@ -65,7 +65,7 @@ def test_ties_follow_argsort_reversed():
 
 
 def test_paper_and_standard_ndcg_registered_with_their_golden_values():
-    # STYLE.md: (5, 4, 3, 1) ranked perfectly: standard nDCG@3 1.0, the paper's variant 0.268
+    # by hand: (5, 4, 3, 1) ranked perfectly: standard nDCG@3 1.0, the paper's variant 0.268
     users, ratings = np.zeros(4, int), np.array([5.0, 4.0, 3.0, 1.0])
     scores = np.array([4.0, 3.0, 2.0, 1.0])
     out = ranking_values(["ndcg3_paper", "ndcg3_standard"], users, ratings, scores)

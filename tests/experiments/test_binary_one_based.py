@@ -1,6 +1,6 @@
-"""binary-icde24 indexes Yahoo by its 1-based ids (PROTOCOLS.md section 2): the split has one
-more user and item row than the data, and the run's tables must be sized by the split, or the
-highest ids fall off the tables (a Yahoo-size run used to stop with a gather out of range)."""
+"""binary-icde24 indexes Yahoo by its 1-based ids (docs/protocols.md, "binary-icde24"): the split
+has one more user and item row than the data, and the run's tables must be sized by the split, or
+the highest ids fall off the tables (a Yahoo-size run used to stop with a gather out of range)."""
 
 from dataclasses import replace
 

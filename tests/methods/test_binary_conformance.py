@@ -1,6 +1,6 @@
 """One contract over every registered binary method, built-in (named variants included) or
 installed plug-in: a method found through the binary registry gets these tests without writing
-any (STYLE.md item 11).
+any (one contract over the registry).
 
 The checks are atrec's public ones (:mod:`atrec.testing.binary`, what ``check_binary_method``
 runs), each a test here per method: the declarations and reference values, a fit under each

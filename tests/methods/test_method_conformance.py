@@ -1,5 +1,5 @@
-"""One contract over every registered method, built-in or installed plug-in (STYLE.md item 11,
-after zr-obp's ``test_all_estimators``): a method found through :data:`METHODS` gets these tests
+"""One contract over every registered method, built-in or installed plug-in
+(after zr-obp's ``test_all_estimators``): a method found through :data:`METHODS` gets these tests
 without writing any.
 
 The checks are atrec's public ones (:mod:`atrec.testing.methods`, what ``check_method`` runs),

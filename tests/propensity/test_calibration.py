@@ -1,6 +1,7 @@
-"""The calibrated propensity ``P = min(1, c * p)`` (BASELINES.md): ``c`` from
-:meth:`Propensity.estimate_with_calibration`, checked against the full users x items matrix of ``p`` (count
-estimators) and against the naive-Bayes formula ``P(r | O=1) * rho / P(r)``."""
+"""The calibrated propensity ``P = min(1, c * p)`` (docs/estimators.md, "Calibrated propensities"):
+``c`` from :meth:`Propensity.estimate_with_calibration`, checked against the full users x items
+matrix of ``p`` (count estimators) and against the naive-Bayes formula ``P(r | O=1) * rho /
+P(r)``."""
 
 import numpy as np
 import pytest

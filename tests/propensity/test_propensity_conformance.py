@@ -1,10 +1,9 @@
 """One contract over every selectable propensity estimator, built-in or installed plug-in
-(STYLE.md item 11): found through :data:`PROPENSITIES`, each is checked for shapes and dtype,
-values in (0, 1], determinism, and estimating from the training part only, by atrec's public
+(one contract over the registry): found through :data:`PROPENSITIES`, each is checked for shapes and
+dtype, values in (0, 1], determinism, and estimating from the training part only, by atrec's public
 checks (:mod:`atrec.testing.propensity`, what ``check_propensity`` runs), each a test here. An
-estimator that applies to some datasets only (``datasets``, e.g. coat-shipped, logistic) is
-checked on the first of them that the shared data holds (Coat), installed in a session data
-folder."""
+estimator that applies to some datasets only (``datasets``, e.g. coat-shipped, logistic) is checked
+on the first of them that the shared data holds (Coat), installed in a session data folder."""
 
 import pytest
 

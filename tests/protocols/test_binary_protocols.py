@@ -1,6 +1,6 @@
-"""The binary protocols' splits against PROTOCOLS.md sections 2-3, and binary-clean's promise:
-no test label reaches training, tuning or selection (a run with every test label flipped trains,
-selects and tunes exactly as the run with the true ones)."""
+"""The binary protocols' splits against docs/protocols.md ("The binary protocols"), and
+binary-clean's promise: no test label reaches training, tuning or selection (a run with every test
+label flipped trains, selects and tunes exactly as the run with the true ones)."""
 
 from dataclasses import replace
 

@@ -1,6 +1,6 @@
 """Protocols as registered objects: the registry, saito2020 as today's settings, ijcai2022's
-split against the permutation PROTOCOLS.md gives, its parameter set and its schedule on a tiny
-case."""
+split against the permutation docs/protocols.md ("ijcai2022") gives, its parameter set and its
+schedule on a tiny case."""
 
 import json
 
@@ -61,7 +61,7 @@ def test_ijcai2022_split_is_the_fixed_permutation_and_binomial_slice(tiny_data):
 
 
 def test_ijcai2022_split_sizes_on_coat(coat_data):
-    # PROTOCOLS.md section 1: Coat 6,264 / 696, 214 slice rows / 4,426 evaluated
+    # docs/protocols.md, "ijcai2022": Coat 6,264 / 696, 214 slice rows / 4,426 evaluated
     sp = get_protocol("ijcai2022").split(coat_data, 3)
     assert (len(sp.train), len(sp.val), len(sp.test_prior), len(sp.test)) == (6264, 696, 214,
                                                                                4426)

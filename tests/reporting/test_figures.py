@@ -17,7 +17,7 @@ from atrec.reporting.figures import (
     write_figures,
 )
 
-# Shares and KL as measured in shared/data/PROVENANCE.md ("Derived check").
+# Shares and KL as docs/data.md gives them ("Rating shift between the parts").
 STATS = [
     {"dataset": "yahoo", "kl": 0.4689, "train_shares": [.3139, .1272, .1576, .1555, .2457],
      "test_shares": [.5262, .2419, .1439, .0624, .0255]},

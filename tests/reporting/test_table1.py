@@ -13,7 +13,7 @@ def test_paper_table_matches_the_transcription():
     table = paper_table()
     assert table == paper_values()
     assert len(table) == 24
-    assert table[("yahoo", "user", True)]["ndcg3_paper"] == 0.3525  # PROTOCOL.md, Table 1
+    assert table[("yahoo", "user", True)]["ndcg3_paper"] == 0.3525  # the paper's Table 1
     assert table[("coat", "nb-uniform", False)] == {"mae": 0.951, "mse": 1.268,
                                                     "ndcg3_paper": 0.281}
 

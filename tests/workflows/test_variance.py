@@ -286,7 +286,7 @@ def test_protocol_settings_and_their_description():
     assert describe_settings(request) == (
         "settings: MF-IPS 40 steps; one data draw (seed 12345) for all seeds")
     assert describe_settings(VarianceRequest(at_options=(False,), data_draw="per-seed")) == (
-        "settings: MF-IPS 500 steps (PROTOCOL.md); a data draw per seed")
+        "settings: MF-IPS 500 steps (the paper's protocol); a data draw per seed")
 
 
 def test_end_to_end_with_at_reduced(ml100k_data, tmp_path):

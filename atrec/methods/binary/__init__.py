@@ -1,2 +1,2 @@
-"""Methods of the binary protocols (PROTOCOLS.md section 4), trained in epochs on binary labels
-(:mod:`atrec.methods.binary.base`)."""
+"""Methods of the binary protocols (docs/protocols.md, "The binary methods"), trained in epochs on
+binary labels (:mod:`atrec.methods.binary.base`)."""

@@ -1,5 +1,5 @@
-"""Asymmetric tri-training under the binary protocols (PROTOCOLS.md section 4, "AT under the
-binary protocols").
+"""Asymmetric tri-training under the binary protocols (docs/protocols.md, "The binary
+protocols").
 
 The ICDE 2024 collection has an AT class (``MF_ASIPS``) that no script runs. As there: A1 and
 A2 are two predictors the method trains (IPS-trained MFs for ``mf-ips``) from different
@@ -8,7 +8,7 @@ A1's predicted probability over pairs drawn from all users x items (:data:`AT_RA
 batch size per observed batch, distinct within an epoch, as the reference code's ``G = 4``), on
 the pairs where A1 and A2 agree. The reference code keeps a pair when ``q1 - q2 < tau``, without
 the absolute value; atrec keeps it when ``|q1 - q2| <= epsilon`` (AT's own rule; the
-``epsilon`` hyperparameter), as PROTOCOLS.md says. A3 trains under the protocol's rule (the
+``epsilon`` hyperparameter). A3 trains under the protocol's rule (the
 reference rule on its summed loss, or early stopping on its validation criterion) and is what
 is evaluated.
 """

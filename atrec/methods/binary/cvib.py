@@ -1,5 +1,5 @@
 """CVIB and DIB under the binary protocols (``CVIB.py`` and ``DIB.py`` of the ICDE 2024
-collection, classes ``MF_CVIB`` and ``MF_DIB``; PROTOCOLS.md section 4).
+collection, classes ``MF_CVIB`` and ``MF_DIB``; docs/protocols.md, "The binary methods").
 
 - ``cvib`` (Wang et al., NeurIPS 2020): one MF; per batch ``mean_O BCE(q, y) + alpha
   [-qbar_O log qbar_D - (1 - qbar_O) log(1 - qbar_D)] + gamma mean_O q log q``, with ``qbar_O``
@@ -14,10 +14,10 @@ collection, classes ``MF_CVIB`` and ``MF_DIB``; PROTOCOLS.md section 4).
   the rule sums the total loss with ``tol = 1e-5``; the prediction is ``s_u``.
 
 Both are kept exactly as their code computes them (PyTorch's clamped cross-entropy, CVIB's
-unclamped ``log`` in its information term, DIB's ``k = 4`` class default): PROTOCOLS.md section
-5 names no bug in either, so they have no corrected variant. Under ``binary-clean`` the
-validation criterion is the plain mean cross-entropy of the prediction (neither method has
-propensities).
+unclamped ``log`` in its information term, DIB's ``k = 4`` class default): no bug of either
+is among the reference code's traps (docs/protocols.md, "The reference code's traps"), so they
+have no corrected variant. Under ``binary-clean`` the validation criterion is the plain mean
+cross-entropy of the prediction (neither method has propensities).
 """
 
 from __future__ import annotations

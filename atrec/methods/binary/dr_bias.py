@@ -1,6 +1,6 @@
 """DR-BIAS and DR-MSE (Dai et al., KDD 2022) as the ICDE 2024 collection trains them
-(``DR-BIAS.py``, ``DR-MSE.py``, classes ``MF_DR_BIAS`` and ``MF_DR_MSE``; PROTOCOLS.md section
-4).
+(``DR-BIAS.py``, ``DR-MSE.py``, classes ``MF_DR_BIAS`` and ``MF_DR_MSE``; docs/protocols.md,
+"The binary methods").
 
 A predictor MF and an imputation MF, both of size ``k`` (4, the class default the scripts do not
 override), each with its own PyTorch Adam (``lr``, weight decay ``lam``). The propensity is the

@@ -1,5 +1,5 @@
 """DT-IPS and DT-DR, the ICDE 2024 paper's methods (``DT-IPS.py``, ``DT-DR.py`` with
-``matrix_factorization_DT.py`` of the collection; PROTOCOLS.md section 4).
+``matrix_factorization_DT.py`` of the collection; docs/protocols.md, "The binary methods").
 
 Two MFs share the propensity: the prediction MF ``(U1, V1)`` of size ``k1`` (``dim1``) gives
 ``q = sigmoid<U1_u, V1_i>``, and with a second MF ``(U2, V2)`` of size ``k`` (``dim``) the
@@ -20,18 +20,17 @@ U2]_S^2) + mean([V1; V2]_S^2)`` over the batch's embedding rows. ``BCE`` is PyTo
 form, ``BCE_eps`` the hand-written one, each where the code uses it. The test set is scored by
 ``q`` alone.
 
-The code has none of the bugs PROTOCOLS.md section 5 lists for DT (its DR correction is
-weighted, its propensity has an observation loss), so both protocols run it as coded; under
-``binary-clean`` the validation criterion is the self-normalised cross-entropy weighted by the
-method's own propensity ``w``. As coded includes DT-DR's normalisation: its direct term is NOT
-scaled by ``N / (G n)`` as the corrected forms of the other DR methods scale theirs
-(docs/protocols.md, "Corrected DR forms"), so its observed terms weigh about ``N / (G n)``
-times what the textbook DR estimate gives them against the direct term (about 3.5 on Coat under
-``binary-clean``, ``G = 4``). The spec changes a method under ``binary-clean`` only where
-section 5 names a bug, and names none here (trap 6 cites DT-DR as the method whose correction
-IS weighted); the scale is part of atrec's correction of an unweighted correction, and
-``theta``, ``alpha`` and ``beta`` weigh the other terms against the DR term at the code's
-scale.
+The code has none of the bugs the reference code's traps list for DT (its DR correction is
+weighted, its propensity has an observation loss; docs/protocols.md, "The reference code's traps"),
+so both protocols run it as coded; under ``binary-clean`` the validation criterion is the
+self-normalised cross-entropy weighted by the method's own propensity ``w``. As coded includes
+DT-DR's normalisation: its direct term is NOT scaled by ``N / (G n)`` as the corrected forms of the
+other DR methods scale theirs (docs/protocols.md, "Corrected DR forms"), so its observed terms weigh
+about ``N / (G n)`` times what the textbook DR estimate gives them against the direct term (about
+3.5 on Coat under ``binary-clean``, ``G = 4``). atrec changes a method under ``binary-clean``
+only where the traps name a bug, and they name none here (trap 6 cites DT-DR as the method whose
+correction IS weighted); the scale is part of atrec's correction of an unweighted correction, and
+``theta``, ``alpha`` and ``beta`` weigh the other terms against the DR term at the code's scale.
 """
 
 from __future__ import annotations

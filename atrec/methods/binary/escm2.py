@@ -1,5 +1,5 @@
 """ESCM2-IPS, ESCM2-DR (Wang et al. SIGIR 2022) and ESMM, as the ICDE 2024 collection trains
-them (``ESCM2-IPS.py``, ``ESCM2-DR.py``, ``ESMM.py``; PROTOCOLS.md section 4).
+them (``ESCM2-IPS.py``, ``ESCM2-DR.py``, ``ESMM.py``; docs/protocols.md, "The binary methods").
 
 Each trains a propensity model and the predictor together, one backward per batch, on a
 batch of ``B`` observed pairs ``O`` and ``G B`` pairs ``D`` from all ``users x items`` (ESMM:
@@ -18,8 +18,8 @@ batches of ``prop_batch`` pairs from all, no observed batch). With ``c = clip(p_
 - ESMM (two MFs, all pairs): ``alpha prop + ctcvr``, two Adams (``lam``, ``prop_lam``); the
   rule sums the total loss.
 
-The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (PROTOCOLS.md section
-5), corrected under ``binary-clean`` and by the ``-corrected`` variants:
+The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (docs/protocols.md, "The
+reference code's traps"), corrected under ``binary-clean`` and by the ``-corrected`` variants:
 
 - ESCM2-IPS builds TWO Adams over ALL parameters (both with weight decay ``lam``) that both
   step after one backward: every parameter gets two Adam updates per batch, the second's

@@ -1,5 +1,5 @@
 """MF, IPS and self-normalised IPS under the binary protocols (``MF.py`` and ``IPS.py`` of the
-ICDE 2024 collection, PROTOCOLS.md section 4).
+ICDE 2024 collection; docs/protocols.md, "The binary methods").
 
 - ``mf``: ``mean_O BCE(q, y)``; the stopping rule sums the batch means;
 - ``mf-ips``: the learned NCF propensity first (:mod:`atrec.methods.binary.propensity`, with the
@@ -60,7 +60,7 @@ def _snips_step(state, b):
 
 def reference_table(method: str, coat: dict, yahoo: dict) -> dict:
     """A method's ``reference`` values (``dataset -> config key -> values``): the constants of
-    its script's ``para(args)`` per dataset (PROTOCOLS.md section 4)."""
+    its script's ``para(args)`` per dataset."""
     key = config_key(NO_PROPENSITY, False, method)
     return {"coat": {key: coat}, "yahoo": {key: yahoo}}
 

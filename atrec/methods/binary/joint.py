@@ -1,6 +1,6 @@
-"""What the jointly trained binary methods share (DT, ESCM2, ESMM, Multi; PROTOCOLS.md section
-4): their extra hyperparameters, the training labels over all pairs, and the DR term of their
-hand-written cross-entropies.
+"""What the jointly trained binary methods share (DT, ESCM2, ESMM, Multi; docs/protocols.md,
+"The binary methods"): their extra hyperparameters, the training labels over all pairs, and the DR
+term of their hand-written cross-entropies.
 
 These methods train a propensity model and the predictor (and an imputation model) with ONE
 backward per batch feeding one Adam per model (:meth:`atrec.learners.epochs.StepState.gradients`

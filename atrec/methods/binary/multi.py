@@ -1,5 +1,5 @@
 """Multi-IPS and Multi-DR (multi-task IPS and DR, Zhang et al. WWW 2020), as the ICDE 2024
-collection trains them (``Multi-IPS.py``, ``Multi-DR.py``; PROTOCOLS.md section 4).
+collection trains them (``Multi-IPS.py``, ``Multi-DR.py``; docs/protocols.md, "The binary methods").
 
 - Multi-IPS: shared user and item embeddings (``k``), concatenated (``2k``), feed two towers
   ``MLP(2k -> k, no bias, ReLU, -> 1 with bias, sigmoid)``, the propensity ``p_hat`` and the
@@ -12,8 +12,8 @@ collection trains them (``Multi-IPS.py``, ``Multi-DR.py``; PROTOCOLS.md section 
   three Adams (``prop_lam``, ``lam``, ``imp_lam``), one backward, nothing detached; the rule
   sums ``sum_O w BCE_eps``.
 
-The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (PROTOCOLS.md section
-5), corrected under ``binary-clean`` and by the ``-corrected`` variants:
+The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (docs/protocols.md, "The
+reference code's traps"), corrected under ``binary-clean`` and by the ``-corrected`` variants:
 
 - the propensity has NO observation loss: ``w`` is live, so the only gradient the propensity
   gets pushes ``w`` down (``p_hat -> 1``). Corrected: ``mean_D BCE(p_hat_D, o_D)`` over ``G B``

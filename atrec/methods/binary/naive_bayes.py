@@ -1,5 +1,5 @@
-"""The naive-Bayes propensity on the label of DR-BIAS, DR-MSE and Stable-DR (PROTOCOLS.md
-section 4), which reads test labels: ``p_hat(o = 1 | y) = P(y | o = 1) P(o = 1) / P(y)`` with
+"""The naive-Bayes propensity on the label of DR-BIAS, DR-MSE and Stable-DR, which reads test
+labels: ``p_hat(o = 1 | y) = P(y | o = 1) P(o = 1) / P(y)`` with
 
 - ``P(y = 1)`` the mean label of the 5% MCAR slice (:meth:`BinaryRun.leak_mean`; under
   ``binary-clean`` a slice removed from the test set);

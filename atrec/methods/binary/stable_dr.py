@@ -1,5 +1,5 @@
 """Stable-DR (Li et al., ICLR 2023) as the ICDE 2024 collection trains it (``Stable-DR_.py`` with
-``SDR.py``, class ``MF_Stable_DR``; PROTOCOLS.md section 4).
+``SDR.py``, class ``MF_Stable_DR``; docs/protocols.md, "The binary methods").
 
 A predictor MF and an imputation MF of size ``k`` returning logits (the sigmoid applied by the
 caller, PyTorch's clamped cross-entropy on the probabilities), and the naive-Bayes propensity of

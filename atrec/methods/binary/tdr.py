@@ -1,5 +1,5 @@
 """TDR and TDR-JL under the binary protocols (``TDR_.py`` and ``TDR-JL.py`` with
-``TDR_based.py``, classes ``MF_TDR`` and ``MF_TDR_JL``; PROTOCOLS.md section 4).
+``TDR_based.py``, classes ``MF_TDR`` and ``MF_TDR_JL``; docs/protocols.md, "The binary methods").
 
 **Propensity, fixed before training** (:func:`fit_logistic_propensity`): (1) an MF of size
 ``k`` on the observed labels (mean BCE, Adam lr 0.05, weight decay 0, batch ``B``, the reference

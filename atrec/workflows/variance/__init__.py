@@ -24,8 +24,8 @@ atrec's ``item`` estimator would (that one floors empty counts and would make mi
 as large at ``min_items = 1``). Its minimum is the check value of the paper (0.0017 at 1, 0.0859
 at 50).
 
-Training lengths: PROTOCOL.md's by default (MF-IPS 500 steps; AT 150 pre-training steps, then
-10 x 10 pseudo-labelling steps), as for Table 1 - the paper gives none for this experiment. On
+Training lengths: the paper's protocol's by default (MF-IPS 500 steps; AT 150 pre-training steps,
+then 10 x 10 pseudo-labelling steps), as for Table 1 - the paper gives none for this experiment. On
 ML-100K's 45,000 training ratings 150 batches of 1,024 are about 3.4 epochs (Coat: about 25), so
 A1-A3 start pseudo-labelling far less trained than the MF-IPS they are compared with;
 ``protocol_settings(pre_steps=500)`` (``--pre-steps 500``) trains them as long as MF-IPS.

@@ -189,7 +189,7 @@ class VarianceRequest:
 
 
 def protocol_settings(steps: int | None = None, pre_steps: int | None = None) -> tuple:
-    """``(settings, at_settings)`` for a :class:`VarianceRequest`: ``None`` (PROTOCOL.md's)
+    """``(settings, at_settings)`` for a :class:`VarianceRequest`: ``None`` (the paper's protocol's)
     unless ``steps`` (MF-IPS training steps, protocol 500) or ``pre_steps`` (AT pre-training
     steps, protocol 150) are given."""
     return (None if steps is None else TrainSettings(steps=steps),

@@ -230,9 +230,9 @@ def reproduce_variance(seeds: int = 20, params: str = VARIANCE_PARAMS, root: Pat
                        echo: Callable[[str], None] | None = None) -> VarianceReport:
     """The whole Figure-2 experiment for ``atrec reproduce`` / ``make reproduce``.
 
-    Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``, PROTOCOL.md's
-    settings (see :func:`variance_report`). ``tune_trials``: tune every configuration first
-    (25 in the protocol) and train with the tuned values.
+    Every ``min_items`` of the paper, without and with AT, seeds ``0..seeds-1``, the paper's
+    protocol's settings (see :func:`variance_report`). ``tune_trials``: tune every configuration
+    first (25 in the protocol) and train with the tuned values.
     """
     request = VarianceRequest(seeds=tuple(range(seeds)), params=TUNED if tune_trials else params,
                               tune_trials=tune_trials)

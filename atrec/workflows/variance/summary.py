@@ -119,4 +119,5 @@ def describe_settings(request: VarianceRequest) -> str:
     default = request.settings is None and request.at_settings is None
     draw = (f"one data draw (seed {DATA_SEED}) for all seeds" if request.data_draw == "fixed"
             else "a data draw per seed")
-    return "settings: " + "; ".join(parts) + (" (PROTOCOL.md)" if default else "") + f"; {draw}"
+    paper = " (the paper's protocol)" if default else ""
+    return "settings: " + "; ".join(parts) + paper + f"; {draw}"

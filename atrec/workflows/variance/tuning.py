@@ -21,7 +21,7 @@ def tune_variance(data: RatingData, min_items: Sequence[int], at_options: Sequen
                   trials: int = PAPER_TRIALS, storage: str | None = None, settings=None, at_settings=None,
                   export_path: Path | None = None, study_prefix: str = "atrec",
                   progress: Callable | None = None) -> list:
-    """Tune every (min_items, with/without AT) as PROTOCOL.md tunes Table 1; export to 'tuned'.
+    """Tune every (min_items, with/without AT) as Table 1 is tuned; export to 'tuned'.
 
     Objective: the lowest validation loss of one run on the data built with seed 12345 and its
     seed-12345 split, weighted by the data-level ``P(i)`` (:class:`~atrec.propensity.builtin.DataItem`); search
