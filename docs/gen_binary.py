@@ -1,16 +1,14 @@
 """Reference pages of the binary methods, one per method with its forms and options on it.
 
-A binary method's page is made from what its class declares, so a plug-in's page and an option
-a method declares later come out the same way:
+A binary method's page is made from what its class declares, so a plug-in's page and the
+options a method declares come out the same way:
 
-- the names that run the method in one form or with one option (today's ``dr-coded``,
-  ``dr-jl-textbook``, ``escm2-dr-corrected``: a registered class with a ``form`` of its own
-  whose nearest registered ancestor is the method), grouped on that method's page, and any
-  aliases the registry declares (a mapping ``registry.aliases``: old name -> the method, or a
-  pair / object naming it);
-- its options: the class's ``options`` if it declares them (a mapping name -> values, or
-  objects with ``name``, ``values``, ``default``, ``help``), else its form, whose default each
-  binary protocol gives (``epochs.forms``);
+- the other names that run the method in one form or with some options, grouped on its page:
+  the aliases :func:`atrec.methods.registry.aliases_for` gives (old names of a method's
+  options), and any registered class that fixes a ``form`` of its own and whose nearest
+  registered ancestor is the method (how forms were named before they were options);
+- its options (:func:`gen_common.option_rows`) and, where its reference code and corrected form
+  differ, which form each binary protocol runs by default (``epochs.forms``);
 - its hyperparameters and search space, its ``reference`` values per dataset (the reference
   script's constants: the parameter set ``reference``) and the shipped ``tuned-atrec`` values
   under ``binary-clean``;
@@ -21,11 +19,14 @@ a method declares later come out the same way:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from gen_common import (
+    FORM_WORDS,
+    aliases_of,
     doc_sections,
     hyperparameter_section,
+    implied_words,
+    option_rows,
+    options_section,
     resource_yaml,
     source,
     table,
@@ -38,7 +39,6 @@ from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.protocols import PROTOCOLS
 
 BINARY_DIR = "reference/binary"
-FORM_WORDS = {"reference": "the reference code's form", "corrected": "the corrected form"}
 
 
 def _parent(entry, by_class: dict) -> str | None:
@@ -52,59 +52,24 @@ def _parent(entry, by_class: dict) -> str | None:
     return None
 
 
-def _alias_target(target) -> str:
-    if isinstance(target, str):
-        return target.split(":")[0].split("[")[0].strip()
-    name = getattr(target, "name", None) or getattr(target, "method", None)
-    if isinstance(name, str):
-        return name
-    if isinstance(target, (tuple, list)) and target and isinstance(target[0], str):
-        return target[0]
-    return ""
-
-
 def binary_entries(registry=BINARY_METHODS) -> tuple[list, dict]:
-    """``(methods, variants)``: the registry's methods (entries), and per method name the
-    ``(name, form or options, description)`` of the names that run it in one form."""
+    """``(methods, names)``: the registry's methods (entries), and per method name the
+    ``(name, what it runs, description)`` of the other names that run it (module doc)."""
     entries = registry.entries()
     by_class = {e.cls: e.name for e in entries}
-    methods, variants = [], {}
+    methods, names = [], {}
     for e in entries:
         parent = _parent(e, by_class)
         if parent is None:
             methods.append(e)
         else:
-            variants.setdefault(parent, []).append(
+            names.setdefault(parent, []).append(
                 (e.name, FORM_WORDS.get(e.cls.form, e.cls.form), e.cls.description or ""))
-    aliases = getattr(registry, "aliases", None)
-    if isinstance(aliases, Mapping):
-        names = {e.name for e in methods}
-        for alias, target in aliases.items():
-            method = _alias_target(target)
-            if method in names and alias not in names:
-                what = target if isinstance(target, str) else getattr(target, "options", "")
-                variants.setdefault(method, []).append((alias, str(what or "an alias"), ""))
-    return methods, variants
-
-
-def _option_rows(cls: type) -> list[list[str]]:
-    """The options a class declares (``options``), each as name, values, default, what."""
-    declared = getattr(cls, "options", None)
-    if not declared:
-        return []
-    items = declared.items() if isinstance(declared, Mapping) else \
-        ((getattr(o, "name", str(o)), o) for o in declared)
-    rows = []
-    for name, spec in items:
-        if isinstance(spec, (tuple, list)):
-            values, default, what = spec, spec[0] if spec else "-", ""
-        else:
-            values = getattr(spec, "values", None) or getattr(spec, "choices", ()) or ()
-            default = getattr(spec, "default", None)
-            what = getattr(spec, "help", None) or getattr(spec, "description", None) or ""
-        rows.append([f"`{name}`", ", ".join(f"`{v}`" for v in values) or "-",
-                     "-" if default is None else f"`{default}`", what or "-"])
-    return rows
+    own = {e.name for e in methods}
+    for alias, (method, implied) in aliases_of("binary").items():
+        if method in own and alias not in own:
+            names.setdefault(method, []).append((alias, implied_words(implied), ""))
+    return methods, names
 
 
 def _protocol_forms() -> list[tuple[str, str, dict]]:
@@ -122,25 +87,15 @@ def _protocol_forms() -> list[tuple[str, str, dict]]:
     return out
 
 
-def _options_section(cls: type, variants: list) -> list[str]:
-    out = ["## Options and forms", ""]
-    rows = _option_rows(cls)
-    if rows:
-        out += ["Options (`atrec methods` lists them; each is recorded with the run):", "",
-                table(["option", "values", "default", "what"], rows), ""]
-    forms = _protocol_forms()
-    if cls.reference_forms or variants:
-        defaults = "; ".join(f"`{name}`: {FORM_WORDS.get(form, form or '-')}"
-                             for name, form, _ in forms)
-        out += [("The reference code's form and the corrected form differ (below). The "
-                 f"protocol chooses which runs by default ({defaults})."), ""]
-    else:
-        out += ["One form: it runs as its reference code computes it under every protocol.", ""]
-    if variants:
-        out += ["Names that run this method in one form under any protocol:", "",
-                table(["name", "runs", "what"],
-                      [[f"`{n}`", form, d or "-"] for n, form, d in variants]), ""]
-    return out
+def _form_note(cls: type, variants: list) -> str:
+    """Which form each binary protocol runs by default, for a method whose forms differ."""
+    declares_form = any(r[0] == "`form`" for r in option_rows(cls))
+    if not (cls.reference_forms or variants or declares_form):
+        return "One form: it runs as its reference code computes it under every protocol."
+    defaults = "; ".join(f"`{name}`: {FORM_WORDS.get(form, form or '-')}"
+                         for name, form, _ in _protocol_forms())
+    return ("The reference code's form and the corrected form differ (below). The protocol "
+            f"chooses which runs by default ({defaults}).")
 
 
 def _reads(cls: type) -> str:
@@ -193,7 +148,7 @@ def binary_page(entry, variants: list) -> str:
                  ["serves inside AT (A1 and A2)", yes(bool(cls.serves_in_at))],
                  ["reference code", cls.reference or "-"],
                  ["source", source(cls, entry.origin)]]), ""]
-    parts += _options_section(cls, variants)
+    parts += options_section(cls, variants, _form_note(cls, variants))
     if cls.reference_forms:
         parts += ["## Where the reference code differs", "",
                   (f"As the code computes it: {cls.reference_forms}. Under `binary-icde24` it "

@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import inspect
 import re
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -170,3 +171,96 @@ def hyperparameter_section(cls: type, with_at: bool, how: str) -> list[str]:
                      EPSILON.allowed, EPSILON.help])
     return ["## Hyperparameters and search space", "", how, "",
             table(["name", "kind", "search space", "accepted in a file", "what"], rows), ""]
+
+
+# ---------------------------------------------------------------------------- options and aliases
+
+FORM_WORDS = {"reference": "the reference code's form", "coded": "the reference code's form",
+              "corrected": "the corrected form", "textbook": "the corrected form"}
+
+
+def _values_and_meanings(spec) -> list[tuple[str, str]]:
+    """An option's ``(value, meaning)`` pairs, whatever way it declares them: pairs in
+    ``values``, plain ``values`` or ``choices``, or a sequence of values."""
+    if isinstance(spec, (tuple, list)):
+        raw = spec
+    else:
+        raw = getattr(spec, "values", None) or getattr(spec, "choices", None) or ()
+    out = []
+    for v in raw:
+        if isinstance(v, (tuple, list)) and v:
+            out.append((str(v[0]), str(v[1]) if len(v) > 1 else ""))
+        else:
+            out.append((str(v), ""))
+    return out
+
+
+def option_rows(cls: type) -> list[list[str]]:
+    """The options a method class declares (``options``: objects with ``name``, ``values``,
+    ``default`` and ``help``, or a mapping name -> values), each as name, values with their
+    meanings, default (``None``: the protocol's) and what it chooses."""
+    declared = getattr(cls, "options", None)
+    if not declared:
+        return []
+    items = declared.items() if isinstance(declared, Mapping) else \
+        ((getattr(o, "name", str(o)), o) for o in declared)
+    rows = []
+    for name, spec in items:
+        pairs = _values_and_meanings(spec)
+        default = pairs[0][0] if isinstance(spec, (tuple, list)) and pairs else \
+            getattr(spec, "default", None)
+        what = "" if isinstance(spec, (tuple, list)) else \
+            (getattr(spec, "help", None) or getattr(spec, "description", None) or "")
+        values = "; ".join(f"`{v}`" + (f": {m}" if m else "") for v, m in pairs)
+        rows.append([f"`{name}`", values or "-",
+                     "the protocol's" if default is None else f"`{default}`", what or "-"])
+    return rows
+
+
+def aliases_of(view: str) -> dict[str, tuple[str, dict | str]]:
+    """``alias -> (method, options it implies)`` of the methods a view's protocols run: what
+    :func:`atrec.methods.registry.aliases_for` gives where it exists (old names of a method's
+    options), else nothing."""
+    from atrec.methods import registry as method_registry
+    from atrec.protocols import PROTOCOLS
+
+    find = getattr(method_registry, "aliases_for", None)
+    if find is None:
+        return {}
+    protocol = next((e.name for e in PROTOCOLS.entries() if e.cls.view == view), None)
+    out = {}
+    for alias, target in (find(protocol) or {}).items():
+        if isinstance(target, str):
+            out[alias] = (target, "")
+        elif isinstance(target, (tuple, list)) and target:
+            out[alias] = (str(target[0]), target[1] if len(target) > 1 else "")
+    return out
+
+
+def implied_words(implied) -> str:
+    """What an alias runs: a form in words, other options as ``key=value``."""
+    if isinstance(implied, Mapping):
+        if set(implied) == {"form"}:
+            return FORM_WORDS.get(str(implied["form"]), f"form={implied['form']}")
+        return ", ".join(f"`{k}={v}`" for k, v in implied.items()) or "its defaults"
+    return str(implied) or "its defaults"
+
+
+def options_section(cls: type, names: list[tuple[str, str, str]], note: str = "") -> list[str]:
+    """A method's options (declared), ``note``, and the other names that run it with some of
+    them (``(name, what it runs, description)``)."""
+    out = ["## Options and forms", ""]
+    rows = option_rows(cls)
+    if rows:
+        out += [("Options (`atrec methods` lists them; a record stores each with the run):"),
+                "", table(["option", "values", "default", "what it chooses"], rows), ""]
+    if note:
+        out += [note, ""]
+    if not rows and not note and not names:
+        out += ["None: the method runs in one form.", ""]
+    if names:
+        out += ["Other names that run this method with some of its options (each works "
+                "wherever a method is named):", "",
+                table(["name", "runs", "what"], [[f"`{n}`", runs, d or "-"]
+                                                 for n, runs, d in names]), ""]
+    return out

@@ -30,9 +30,13 @@ if str(HERE) not in sys.path:   # the page makers beside this file (MkDocs adds 
 
 from gen_binary import BINARY_DIR, binary_entries, binary_page  # noqa: E402
 from gen_common import (  # noqa: E402,F401  (rst_to_markdown, serves_in_at: re-exported)
+    aliases_of,
     doc_sections,
     fmt,
     hyperparameter_section,
+    implied_words,
+    option_rows,
+    options_section,
     resource_yaml,
     rst_to_markdown,
     serves_in_at,
@@ -100,18 +104,23 @@ def _measuredtable(rows: list[dict], first: str) -> str:
 
 # ---------------------------------------------------------------------------- pages
 
-def method_page(entry, params: dict, paper: list[dict], measured: list[dict]) -> str:
-    """The reference page of one method entry (:class:`atrec.registry.Entry`)."""
-    cls = entry.cls
+def method_page(entry, params: dict, paper: list[dict], measured: list[dict],
+                names: list | None = None) -> str:
+    """The reference page of one method entry (:class:`atrec.registry.Entry`); ``names``: the
+    other names that run it with some of its options (``(name, what it runs, description)``)."""
+    cls, names = entry.cls, names or []
     uses = [w for w, flag in (("a propensity (weights 1/P)", cls.uses_propensity),
                               ("MCAR labels (marked †)", cls.uses_mcar)) if flag]
+    also = " (" + ", ".join(f"`{n}`" for n, _, _ in names) + ")" if names else ""
     parts = [f"# {cls.label} (`{entry.name}`)", "", cls.description or "", "",
              table(["", ""], [
-                 ["`--method`", f"`{entry.name}`"],
+                 ["`--method`", f"`{entry.name}`{also}"],
                  ["uses", "; ".join(uses) or "neither a propensity nor MCAR labels"],
                  ["serves inside AT (A1 and A2)", yes(serves_in_at(cls))],
                  ["reference", cls.reference or "-"],
                  ["source", source(cls, entry.origin)]]), ""]
+    if names or option_rows(cls):
+        parts += options_section(cls, names)
     parts += doc_sections(cls)
     parts += hyperparameter_section(cls, True, "`atrec tune` samples the search space (Optuna "
                                     "TPE); a parameter file may give any accepted value.")
@@ -194,11 +203,15 @@ def propensity_page(entry, params: dict, paper: list[dict], measured: list[dict]
     return "\n".join(parts).rstrip() + "\n"
 
 
-def index_page(methods, propensities, problems, binary=((), {}), protocols=()) -> str:
-    """The catalogue: one line per method (1-5 star, then binary with the names of its forms),
-    estimator and protocol, linking their pages."""
-    m_rows = [[f"[`{e.name}`](methods/{e.name}.md)", e.cls.label, yes(e.cls.uses_propensity),
-               yes(e.cls.uses_mcar), yes(serves_in_at(e.cls)), e.origin] for e in methods]
+def index_page(methods, propensities, problems, binary=((), {}), protocols=(),
+               star_names=None) -> str:
+    """The catalogue: one line per method (1-5 star, then binary), each with the other names
+    that run it with some of its options, estimator and protocol, linking their pages."""
+    star_names = star_names or {}
+    m_rows = [[f"[`{e.name}`](methods/{e.name}.md)", e.cls.label,
+               ", ".join(f"`{n}`" for n, _, _ in star_names.get(e.name, ())) or "-",
+               yes(e.cls.uses_propensity), yes(e.cls.uses_mcar), yes(serves_in_at(e.cls)),
+               e.origin] for e in methods]
     binary_methods, variants = binary
     b_rows = [[f"[`{e.name}`](binary/{e.name}.md)", e.cls.label,
                ", ".join(f"`{n}`" for n, _, _ in variants.get(e.name, ())) or "-",
@@ -214,13 +227,14 @@ def index_page(methods, propensities, problems, binary=((), {}), protocols=()) -
               "`atrec.methods`, `atrec.binary_methods`, `atrec.propensities` and "
               "`atrec.protocols`). `atrec methods` prints the same catalogue."), "",
              "## Methods (1-5 star protocols)", "",
-             table(["method", "label", "propensity", "MCAR labels", "inside AT", "origin"],
-                   m_rows), ""]
+             table(["method", "label", "other names", "propensity", "MCAR labels",
+                    "inside AT", "origin"], m_rows), ""]
     if b_rows:
         parts += ["## Binary methods (binary protocols)", "",
                   ("A name may be a 1-5 star method's too (`mf-ips`, `dr-jl`): under a binary "
-                   "protocol it means the binary method. A method's forms are on its page."), "",
-                  table(["method", "label", "its forms' names", "MCAR labels", "inside AT",
+                   "protocol it means the binary method. A method's forms and options are on "
+                   "its page."), "",
+                  table(["method", "label", "other names", "MCAR labels", "inside AT",
                          "origin"], b_rows), ""]
     parts += ["## Propensity estimators", "",
               table(["propensity", "label", "MCAR labels", "Table 1 row", "origin"], p_rows),
@@ -233,6 +247,15 @@ def index_page(methods, propensities, problems, binary=((), {}), protocols=()) -
     return "\n".join(parts)
 
 
+def star_aliases(methods) -> dict[str, list]:
+    """Per 1-5 star method, the other names that run it with some of its options."""
+    own, out = {e.name for e in methods}, {}
+    for alias, (method, implied) in aliases_of("stars").items():
+        if method in own and alias not in own:
+            out.setdefault(method, []).append((alias, implied_words(implied), ""))
+    return out
+
+
 def _method_links(methods, binary_methods, variants) -> dict[str, dict[str, str]]:
     """Per view (``stars``, ``binary``), each method name -> its page under ``reference/``; a
     binary form's name links to its method's page."""
@@ -241,7 +264,10 @@ def _method_links(methods, binary_methods, variants) -> dict[str, dict[str, str]
         binary_links[e.name] = f"binary/{e.name}.md"
         for name, _, _ in variants.get(e.name, ()):
             binary_links[name] = f"binary/{e.name}.md"
-    return {"stars": {e.name: f"methods/{e.name}.md" for e in methods}, "binary": binary_links}
+    star_links = {e.name: f"methods/{e.name}.md" for e in methods}
+    for method, names in star_aliases(methods).items():
+        star_links.update({name: f"methods/{method}.md" for name, _, _ in names})
+    return {"stars": star_links, "binary": binary_links}
 
 
 def pages() -> dict[str, str]:
@@ -252,10 +278,12 @@ def pages() -> dict[str, str]:
     protocols = protocol_entries()
     problems = [*METHODS.problems.values(), *BINARY_METHODS.problems.values(),
                 *PROPENSITIES.problems.values(), *PROTOCOLS.problems.values()]
+    star_names = star_aliases(methods)
     out = {INDEX: index_page(methods, propensities, problems, (binary_methods, variants),
-                             protocols)}
+                             protocols, star_names)}
     for e in methods:
-        out[f"{METHOD_DIR}/{e.name}.md"] = method_page(e, params, paper, measured)
+        out[f"{METHOD_DIR}/{e.name}.md"] = method_page(e, params, paper, measured,
+                                                       star_names.get(e.name))
     for e in binary_methods:
         out[f"{BINARY_DIR}/{e.name}.md"] = binary_page(e, variants.get(e.name, []))
     for e in propensities:

@@ -249,15 +249,19 @@ def test_protocol_pages(pages):
 def test_a_binary_plug_in_with_options_and_a_form_gets_one_page(gen):
     from atrec.methods.binary.base import COMMON, BinaryMethod
 
-    class Choice:   # an option as a plug-in might declare it: name, values, default, help
-        name, values, default, help = "weighting", ("ips", "snips"), "ips", "how to weight"
+    class Choice:   # an option as a method declares it: name, (value, meaning)s, default, help
+        def __init__(self, name, values, default, help):
+            self.name, self.values, self.default, self.help = name, values, default, help
 
     class Toy(BinaryMethod):
         """A toy binary method."""
 
         name, label, hyperparameters = "toy-binary", "Toy", COMMON
         reference_forms = "a bug the toy's code has"
-        options = (Choice(),)
+        options = (Choice("weighting", (("ips", "by 1/p"), ("snips", "self-normalised")),
+                          "ips", "how to weight"),
+                   Choice("form", (("coded", "as coded"), ("corrected", "fixed")), None,
+                          "which form runs"))
 
         def train(self, run):  # never trained here
             raise NotImplementedError
@@ -276,11 +280,33 @@ def test_a_binary_plug_in_with_options_and_a_form_gets_one_page(gen):
         BINARY_METHODS.unregister("toy-binary-fixed")
     assert "reference/binary/toy-binary-fixed.md" not in made
     page = made["reference/binary/toy-binary.md"]
-    assert "| `weighting` | `ips`, `snips` | `ips` | how to weight |" in page
+    assert ("| `weighting` | `ips`: by 1/p; `snips`: self-normalised | `ips` | how to weight |"
+            in page)
+    assert "| `form` | `coded`: as coded; `corrected`: fixed | the protocol's |" in page
     assert "| `toy-binary-fixed` | the corrected form |" in page
     assert "installed package `toy-package`" in page
     assert "A toy binary method." in page
 
+
+
+def test_the_old_names_of_a_methods_options_are_on_its_page(gen, monkeypatch):
+    """Names that run a method with some of its options (``aliases_for``: old name -> (method,
+    options)) are listed on the method's page, and link there from a protocol's page."""
+    from atrec.methods import registry as method_registry
+
+    def aliases_for(protocol=None):
+        binary = protocol is not None and PROTOCOLS.get(protocol).view == "binary"
+        return ({"dr-jl-old": ("dr-jl", {"form": "coded"})} if binary
+                else {"dr-jl-lit": ("dr-jl", {"imputation": "error"})})
+
+    monkeypatch.setattr(method_registry, "aliases_for", aliases_for, raising=False)
+    made = gen.pages()
+    stars, binary = made["reference/methods/dr-jl.md"], made["reference/binary/dr-jl.md"]
+    assert "| `--method` | `dr-jl` (`dr-jl-lit`) |" in stars
+    assert "| `dr-jl-lit` | `imputation=error` | - |" in stars
+    assert "| `dr-jl-old` | the reference code's form | - |" in binary
+    assert "[`dr-jl-lit`](../methods/dr-jl.md)" in made["reference/protocols/saito2020.md"]
+    assert "[`dr-jl-old`](../binary/dr-jl.md)" in made["reference/protocols/binary-clean.md"]
 
 def test_a_newly_registered_protocol_gets_its_page(gen):
     from atrec.protocols.saito2020 import Saito2020
@@ -307,7 +333,7 @@ def test_a_newly_registered_protocol_gets_its_page(gen):
 # assembled here so that this file does not name them itself)
 _OUTSIDE = re.compile(r"\b(?:%s)\.md\b|shared/(?:paper|[A-Z])" % "|".join(
     ("PROTOCOL" + "S?", "BASE" + "LINES", "PROVE" + "NANCE", "STY" + "LE", "SEMI" + "SYNTHETIC")))
-_POINTER = re.compile(r"docs/([\w/-]+\.md)(?:,?\s*\(?\"([^\"\n]+)\")?")
+_POINTER = re.compile(r"docs/([\w/-]+\.md)`*(?:,?\s*\(?\"([^\"\n]+)\")?")
 _READ = ("atrec", "docs", "tests", "benchmarks", "examples")
 _SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".cfg", ".txt"}
 
@@ -366,6 +392,8 @@ def test_the_pointer_checks_can_fail():
     assert not _OUTSIDE.search("real data from ../shared/data")
     m = _POINTER.search('the traps (docs/protocols.md, "The reference code\'s traps")')
     assert m.groups() == ("protocols.md", "The reference code's traps")
+    m = _POINTER.search('(``docs/performance.md``, "Memory of long runs")')
+    assert m.groups() == ("performance.md", "Memory of long runs")
     assert "The reference code's traps" in _sections(ROOT / "docs" / "protocols.md")
     assert "Corrected DR forms" in _sections(ROOT / "docs" / "protocols.md")   # a bold lead
     assert "Nowhere" not in _sections(ROOT / "docs" / "protocols.md")

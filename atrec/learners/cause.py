@@ -1,7 +1,7 @@
 """CausE (Bonner and Vasile, RecSys 2018, "Causal embeddings for recommendation") as an atrec
 learner: a control model trained on MCAR ratings pulls the predictor's embeddings towards it.
 
-Models (docs/estimators.md, "CausE"):
+Models (docs/methods.md, "CausE"):
 
 - treatment (the predictor, what is evaluated): MF-IPS's ``f(u,i) = theta_u . beta_i + b_u + b_i
   + b``, initialised as :func:`atrec.learners.mf.init_params` (same seeds, same draws);

@@ -1,7 +1,7 @@
 """DAMF, domain-adversarial matrix factorisation (Saito and Nomura, IJCAI 2022, "Towards
 resolving propensity contradiction in offline recommender learning"), as an atrec learner.
 
-Models (docs/estimators.md, "DAMF"):
+Models (docs/methods.md, "DAMF"):
 
 - the predictor ``f(u,i) = theta_u . beta_i + b_u + b_i + b``, MF-IPS's, initialised as
   :func:`atrec.learners.mf.init_params` (same seeds, same draws);

@@ -1,7 +1,7 @@
 """Doubly robust joint learning (DR-JL, Wang et al. ICML 2019) and its MRDR weighting (Guo et al.
 SIGIR 2021) as an atrec learner: the two losses, their hand-written gradients, the joint step.
 
-Models (docs/estimators.md, "DR-JL"): the predictor ``f(u,i) = theta_u . beta_i + b_u + b_i + b``
+Models (docs/methods.md, "DR-JL"): the predictor ``f(u,i) = theta_u . beta_i + b_u + b_i + b``
 (MF-IPS's) and the imputation model ``g``, an MF with biases of its own (same ``dim``, own
 ``lam_imp``). With ``e = (r - f)^2``, ``w = 1/p`` (max-normalised ``p``), the calibrated
 ``P = min(1, c * p)`` (:meth:`atrec.propensity.base.Propensity.calibration`) and the density

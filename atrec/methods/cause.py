@@ -1,4 +1,4 @@
-"""CausE, causal embeddings (Bonner and Vasile, RecSys 2018), as docs/estimators.md, "CausE", states
+"""CausE, causal embeddings (Bonner and Vasile, RecSys 2018), as docs/methods.md, "CausE", states
 it.
 
 A control model ``c(u,i) = Uc_u . Vc_i`` trains on the 5% MCAR slice of the test set (each

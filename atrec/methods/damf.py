@@ -1,5 +1,5 @@
 """DAMF, domain-adversarial matrix factorisation (Saito and Nomura, IJCAI 2022), as
-docs/estimators.md, "DAMF", states it.
+docs/methods.md, "DAMF", states it.
 
 An adversary ``h(u,i) = G_u . H_i`` measures how differently the predictor ``f`` (MF with
 biases) behaves on uniformly drawn cells and on observed ones; ``f`` is trained on the MNAR

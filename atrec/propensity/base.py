@@ -63,7 +63,7 @@ class Propensity:
 
     def estimate_with_calibration(self, split: Split) -> tuple[PairPropensities, float | None]:
         """:meth:`estimate` and the factor ``c`` of the calibrated propensity
-        ``P = min(1, c * p)`` (docs/estimators.md, "Calibrated propensities"), ``c = |O| / S`` with
+        ``P = min(1, c * p)`` (docs/methods.md, "Calibrated propensities"), ``c = |O| / S`` with
         ``|O| = len(split.train)``: the mean of ``c * p`` over all cells is the observed density.
         ``c`` is ``None`` when the estimator gives no ``S``. What the runner stacks, so a fitted
         model fits once."""

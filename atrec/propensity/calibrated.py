@@ -3,7 +3,7 @@
 atrec's estimators give a **max-normalised** ``p`` (its largest value over all cells is 1),
 which is all a self-normalised loss needs: such losses do not change when ``p`` is rescaled.
 Methods whose formula needs a probability (the ``(1 - P)`` of MRDR, the DR correction without
-self-normalisation) use the **calibrated** propensity (docs/estimators.md,
+self-normalisation) use the **calibrated** propensity (docs/methods.md,
 "Calibrated propensities")::
 
     P(u, i) = clip( p(u, i) * |O| / S,  min_propensity,  1 ),   S = sum over all cells of p

@@ -1,4 +1,4 @@
-"""The field's standard propensity baselines (docs/estimators.md, "More propensity estimators").
+"""The field's standard propensity baselines (docs/methods.md, "More propensity estimators").
 
 Each fits (or reads) a probability of observation ``P(u, i)`` for every cell, from the training
 part only: the observation matrix ``Y`` has a 1 at each ``split.train`` pair and 0 at every

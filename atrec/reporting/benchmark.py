@@ -2,7 +2,7 @@
 
 :func:`load_benchmark` reads the records of one parameter set into a :class:`Benchmark`, which
 :mod:`atrec.reporting.benchmark_render` writes as two tables (``atrec report --table
-benchmark``; docs/estimators.md, "How the baselines are reported"):
+benchmark``; docs/methods.md, "How the baselines are reported"):
 
 * the benchmark: rows dataset x method x propensity (datasets in the paper's order, then others;
   methods and propensities in registry order, MF-IPS first; a method that uses no propensity has

@@ -1,5 +1,5 @@
 """CausE (atrec.methods.cause, atrec.learners.cause): the penalty-free case is MF-IPS bit for
-bit, the hand-written gradients are autodiff's with the stop-gradients where docs/estimators.md puts
+bit, the hand-written gradients are autodiff's with the stop-gradients where docs/methods.md puts
 them, and the control model learns from the MCAR slice only."""
 
 import numpy as np
@@ -74,7 +74,7 @@ def batch():
 
 
 def formula_losses(params, users, items, labels, lam):
-    """L_f and L_c written from docs/estimators.md with tf ops (not the module's code)."""
+    """L_f and L_c written from docs/methods.md with tf ops (not the module's code)."""
     U, V, bu, bi, Uc, Vc, su, si, sr, sw, pen, b = params
     half = lambda x: tf.reduce_sum(x * x, axis=list(range(1, x.shape.rank))) / 2  # noqa: E731
     f = (tf.einsum("rnd,rnd->rn", tf.gather(U, users, batch_dims=1),

@@ -1,6 +1,6 @@
 """DAMF (atrec.methods.damf, atrec.learners.damf): with pen = 0 the predictor is MF on the
 batches of its own steps, the hand-written gradients are autodiff's with the stop-gradients
-where docs/estimators.md puts them, and the schedule moves one model per block of 20 steps."""
+where docs/methods.md puts them, and the schedule moves one model per block of 20 steps."""
 
 import numpy as np
 import pytest
@@ -93,7 +93,7 @@ def test_zero_pen_is_mf_ips_on_the_predictor_steps_batches(small_mnar, dim):
 # --- gradients on a tiny case -------------------------------------------------------------------
 
 def formula_losses(params, users, items, labels, cu, ci, lam):
-    """L_f and L_h written from docs/estimators.md with tf ops (not the module's code)."""
+    """L_f and L_h written from docs/methods.md with tf ops (not the module's code)."""
     U, V, bu, bi, G, H, pen, _, _, b = params
     half = lambda x: tf.reduce_sum(x * x, axis=list(range(1, x.shape.rank))) / 2  # noqa: E731
 

@@ -171,7 +171,7 @@ def test_prediction_gradients_match_autodiff(imputation, normalisation, snips):
     _, grads = dr.prediction_gradients(params, users, items, labels, weights, lam, snips, cu, ci,
                                        imputation, normalisation)
 
-    def loss(p):   # L_f of docs/estimators.md written out, independent of the learner's code
+    def loss(p):   # L_f of docs/methods.md written out, independent of the learner's code
         f = lambda u, i: mf.predict(dr.f_part(p), u, i)  # noqa: E731
         g = lambda u, i: tf.stop_gradient(mf.predict(dr.g_part(p), u, i))  # noqa: E731
         e = (labels - f(users, items)) ** 2
@@ -202,7 +202,7 @@ def test_imputation_gradients_match_autodiff(imputation, weighting):
     loss_val, grads = dr.imputation_gradients(params, users, items, labels, weights, 1.0,
                                               imputation, weighting)
 
-    def loss(p):   # L_g of docs/estimators.md, and MRDR's / DR-BIAS's weights, written out
+    def loss(p):   # L_g of docs/methods.md, and MRDR's / DR-BIAS's weights, written out
         P = tf.minimum(1.0, p[dr.CAL][:, None] / weights)
         wg = {"ips": weights, "mrdr": (1 - P) / P ** 2, "bias": (1 - P) ** 2 / P ** 3}[weighting]
         f = tf.stop_gradient(mf.predict(dr.f_part(p), users, items))

@@ -1,4 +1,4 @@
-"""The calibrated propensity ``P = min(1, c * p)`` (docs/estimators.md, "Calibrated propensities"):
+"""The calibrated propensity ``P = min(1, c * p)`` (docs/methods.md, "Calibrated propensities"):
 ``c`` from :meth:`Propensity.estimate_with_calibration`, checked against the full users x items
 matrix of ``p`` (count estimators) and against the naive-Bayes formula ``P(r | O=1) * rho /
 P(r)``."""
