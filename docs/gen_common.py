@@ -24,6 +24,7 @@ from atrec.results.params import ENTRY_METADATA
 _ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc):`([^`]+)`")
 
 _RULE = re.compile(r"^\s*=+(\s+=+)+\s*$")
+_DOCS_PAGE = re.compile(r"(?<![`\w/])docs/([\w-]+\.md)(?![`\w])")
 
 
 def resource_yaml(name: str) -> dict:
@@ -32,9 +33,11 @@ def resource_yaml(name: str) -> dict:
         return yaml.safe_load(f) or {}
 
 
-def rst_to_markdown(text: str) -> str:
+def rst_to_markdown(text: str, site_root: str = "../../") -> str:
     """A docstring's reStructuredText as Markdown, well enough for prose: roles and double
-    back-quotes become code spans, simple tables become fenced blocks."""
+    back-quotes become code spans, simple tables become fenced blocks, and a pointer to a page
+    of the site (``docs/protocols.md``, outside a code span) becomes a link to it from a page
+    ``site_root`` below the site's root (the build checks that the page exists)."""
     def role(match: re.Match) -> str:
         target = match.group(1)
         if "<" in target and target.endswith(">"):
@@ -50,7 +53,8 @@ def rst_to_markdown(text: str) -> str:
         elif in_table and not line.strip():
             out.append("```")
             in_table = False
-        out.append(line)
+        out.append(line if in_table else _DOCS_PAGE.sub(
+            lambda m: f"[{m.group(0)}]({site_root}{m.group(1)})", line))
     if in_table:
         out.append("```")
     return "\n".join(out)

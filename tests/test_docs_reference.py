@@ -133,6 +133,9 @@ def test_rst_to_markdown(gen):
             "\n== ===\nab cd\n== ===\n\nafter")
     assert gen.rst_to_markdown(text) == (
         "Uses `Split` and `fit`, `a | b`.\n\n```text\n== ===\nab cd\n== ===\n```\n\nafter")
+    # a pointer to a page of the site becomes a link the strict build checks; not in code
+    assert gen.rst_to_markdown('see docs/data.md, "Coat", not ``docs/x.md``') == \
+        'see [docs/data.md](../../data.md), "Coat", not `docs/x.md`'
 
 
 def test_mkdocs_nav_has_the_generated_section(gen):
