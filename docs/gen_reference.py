@@ -413,9 +413,28 @@ def strip_roles(html: str) -> str:
     return _HTML_ROLE.sub(code, html)
 
 
+_HTML_DOCS_PAGE = re.compile(r"(?<![\w/>])docs/([\w-]+\.md)(?![\w<])")
+
+
+def link_docs_pages(html: str, href) -> str:
+    """Each pointer to a page of the site in rendered text (``docs/protocols.md``, not one
+    inside a code element) as a link, ``href(name)`` giving its address from the page (``None``:
+    no such page, left as text)."""
+    def link(match: re.Match) -> str:
+        target = href(match.group(1))
+        return f'<a href="{target}">{match.group(0)}</a>' if target else match.group(0)
+
+    return _HTML_DOCS_PAGE.sub(link, html)
+
+
 def on_page_content(html, page, config, files):
-    """The API pages without raw reStructuredText roles (:func:`strip_roles`)."""
-    return strip_roles(html)
+    """The API pages without raw reStructuredText roles (:func:`strip_roles`), their pointers
+    to pages of the site as links (:func:`link_docs_pages`)."""
+    def href(name: str):
+        target = files.get_file_from_path(name)
+        return target.url_relative_to(page.file) if target is not None else None
+
+    return link_docs_pages(strip_roles(html), href)
 
 
 def on_page_markdown(markdown, page, config, files):

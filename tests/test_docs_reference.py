@@ -400,3 +400,13 @@ def test_the_pointer_checks_can_fail():
     assert "The reference code's traps" in _sections(ROOT / "docs" / "protocols.md")
     assert "Corrected DR forms" in _sections(ROOT / "docs" / "protocols.md")   # a bold lead
     assert "Nowhere" not in _sections(ROOT / "docs" / "protocols.md")
+
+
+def test_rendered_pointers_to_pages_of_the_site_become_links(gen):
+    html = ("<p>as docs/protocol.md, \"Tuning\", says; not <code>docs/protocol.md</code>, "
+            "nor docs/nowhere.md, nor <a href=\"x\">docs/protocol.md</a></p>")
+    pages = {"protocol.md": "../protocol/"}
+    assert gen.link_docs_pages(html, pages.get) == (
+        "<p>as <a href=\"../protocol/\">docs/protocol.md</a>, \"Tuning\", says; not "
+        "<code>docs/protocol.md</code>, nor docs/nowhere.md, nor "
+        "<a href=\"x\">docs/protocol.md</a></p>")
