@@ -18,10 +18,8 @@ the measured tables, so each number has one home (the CSV files).
 
 from __future__ import annotations
 
-import csv
 import re
 import sys
-from importlib import resources
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,15 +27,13 @@ if str(HERE) not in sys.path:   # the page makers beside this file (MkDocs adds 
     sys.path.insert(0, str(HERE))
 
 from gen_binary import BINARY_DIR, binary_entries, binary_page  # noqa: E402
-from gen_common import (  # noqa: E402,F401  (rst_to_markdown, serves_in_at: re-exported)
+from gen_common import (  # noqa: E402,F401  (rst_to_markdown: re-exported)
     aliases_of,
     doc_sections,
-    fmt,
     hyperparameter_section,
     implied_words,
     option_rows,
     options_section,
-    resource_yaml,
     rst_to_markdown,
     serves_in_at,
     source,
@@ -46,14 +42,23 @@ from gen_common import (  # noqa: E402,F401  (rst_to_markdown, serves_in_at: re-
     yes,
 )
 from gen_protocols import PROTOCOL_DIR, protocol_entries, protocol_page  # noqa: E402
+from gen_tables import (  # noqa: E402,F401  (shipped_markdown and its kin: re-exported)
+    binary_shipped_markdown,
+    measured_markdown,
+    measured_rows,
+    measured_table,
+    paper_table,
+    paper_table1,
+    shipped_markdown,
+    shipped_params,
+    table1_markdown,
+)
 
 from atrec.methods.binary.registry import BINARY_METHODS  # noqa: E402
 from atrec.methods.registry import METHODS  # noqa: E402
-from atrec.names import DEFAULT_METHOD  # noqa: E402
 from atrec.propensity.registry import PROPENSITIES  # noqa: E402
 from atrec.protocols import PROTOCOLS  # noqa: E402
 
-MEASURED_CSV = HERE / "data" / "coat_measured.csv"
 MEASURED_MARK = "<!-- atrec:measured -->"
 TABLE1_MARK = "<!-- atrec:table1 -->"
 SHIPPED_MARK = "<!-- atrec:tuned-atrec -->"
@@ -63,43 +68,8 @@ METHOD_DIR = "reference/methods"
 PROPENSITY_DIR = "reference/propensities"
 INDEX = "reference/index.md"
 NO_PROPENSITY = "none"
-METRICS = (("mae", "MAE"), ("mse", "MSE"), ("ndcg", "nDCG@3"))
 
 _HTML_ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc):<code>~?([^<]*)</code>")
-
-
-# ---------------------------------------------------------------------------- shipped data
-
-
-def shipped_params() -> dict[str, dict[str, dict]]:
-    """``set -> config key -> values`` for Coat: ``published`` (the paper's authors' values,
-    MF-IPS's keys have no method prefix) and ``tuned-atrec`` (with ``best_value``)."""
-    return {"published": resource_yaml("published_params.yaml").get("coat", {}),
-            "tuned-atrec": resource_yaml("tuned_atrec_params.yaml").get("coat", {})}
-
-
-def paper_table1() -> list[dict]:
-    """Coat rows of the paper's Table 1 (``resources/paper_table1.csv``)."""
-    text = resources.files("atrec").joinpath("resources", "paper_table1.csv").read_text("utf-8")
-    rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
-    return [r for r in rows if r["dataset"] == "coat"]
-
-
-def measured_rows(path: Path = MEASURED_CSV) -> list[dict]:
-    """atrec's measured Coat means (``docs/data/coat_measured.csv``), one dict per row."""
-    lines = [line for line in path.read_text("utf-8").splitlines() if not line.startswith("#")]
-    return list(csv.DictReader(lines))
-
-
-# ---------------------------------------------------------------------------- text helpers
-
-
-def _measuredtable(rows: list[dict], first: str) -> str:
-    header = [first, "params"] + [f"{label} {side}" for _, label in METRICS
-                                  for side in ("w/o AT", "w/ AT")]
-    body = [[r[first], r["params"]] + [r[key + suffix] or "-" for key, _ in METRICS
-                                       for suffix in ("", "_at")] for r in rows]
-    return table(header, body)
 
 
 # ---------------------------------------------------------------------------- pages
@@ -149,24 +119,13 @@ def _method_numbers(name: str, cls: type, params: dict, paper: list[dict],
     mine = [r for r in measured if r["method"] == name]
     if mine:
         out += ["Measured by atrec, mean of 20 seeds ([Results](../../results.md)):", "",
-                _measuredtable(mine, "propensity"), ""]
+                measured_table(mine, "propensity"), ""]
     if name == "mf-ips" and paper:
-        out += ["The paper's Table 1 (Saito, SIGIR 2020):", "", _papertable(paper), ""]
+        out += ["The paper's Table 1 (Saito, SIGIR 2020):", "", paper_table(paper), ""]
     if len(out) == 2:
         out += [("No Coat numbers ship for this method: train it "
                 f"(`atrec train --method {name} --dataset coat`) or tune it first."), ""]
     return out
-
-
-def _papertable(paper: list[dict]) -> str:
-    by = {(r["propensity"], r["with_at"]): r for r in paper}
-    rows = []
-    for prop in dict.fromkeys(r["propensity"] for r in paper):
-        wo, w = by.get((prop, "false"), {}), by.get((prop, "true"), {})
-        rows.append([prop] + [x.get(k, "-") for k in ("mae", "mse", "ndcg3_paper")
-                              for x in (wo, w)])
-    return table(["propensity", "MAE w/o AT", "MAE w/ AT", "MSE w/o AT", "MSE w/ AT",
-                   "nDCG@3 w/o AT", "nDCG@3 w/ AT"], rows)
 
 
 def propensity_page(entry, params: dict, paper: list[dict], measured: list[dict]) -> str:
@@ -193,10 +152,10 @@ def propensity_page(entry, params: dict, paper: list[dict], measured: list[dict]
     mine = [r for r in measured if r["propensity"] == entry.name]
     if mine:
         parts += [("Measured by atrec with this estimator, mean of 20 seeds "
-                  "([Results](../../results.md)):"), "", _measuredtable(mine, "method"), ""]
+                  "([Results](../../results.md)):"), "", measured_table(mine, "method"), ""]
     rows = [r for r in paper if r["propensity"] == entry.name]
     if rows:
-        parts += ["The paper's Table 1 (MF-IPS with this estimator):", "", _papertable(rows),
+        parts += ["The paper's Table 1 (MF-IPS with this estimator):", "", paper_table(rows),
                   ""]
     if not (published or mine or rows):
         parts += ["No Coat numbers ship for this estimator.", ""]
@@ -304,82 +263,6 @@ def nav() -> list:
                               for e in PROPENSITIES.entries()]},
             {"Protocols": [{e.name: f"{PROTOCOL_DIR}/{e.name}.md"}
                            for e in protocol_entries()]}]
-
-
-def measured_markdown() -> str:
-    """The measured Coat table of the Results page (every row of the CSV)."""
-    rows = measured_rows()
-    for r in rows:
-        r["method"] = f"{r['method']}, {r['propensity']}"
-    return _measuredtable(rows, "method").replace("| method |", "| method, propensity |", 1)
-
-
-def table1_markdown() -> str:
-    """Table 1 on Coat: atrec's measured MF-IPS means beside the paper's, with the difference."""
-    paper = {(r["propensity"], r["with_at"] == "true"): r for r in paper_table1()}
-    keys = (("mae", "mae"), ("mse", "mse"), ("ndcg", "ndcg3_paper"))
-    rows = []
-    for r in measured_rows():
-        if r["method"] != "mf-ips" or r["params"] != "published":
-            continue
-        cells = []
-        for mine, theirs in keys:
-            for at in (False, True):
-                value, published = r[mine + ("_at" if at else "")], paper[(r["propensity"], at)]
-                places = len(value.split(".")[-1])
-                diff = round(float(value) - float(published[theirs]), places) + 0.0  # no -0
-                cells.append(f"{value} ({published[theirs]}, {diff:+.{places}f})")
-        rows.append([r["propensity"]] + cells)
-    return table(["propensity"] + [f"{label} {side}" for _, label in METRICS
-                                    for side in ("w/o AT", "w/ AT")], rows)
-
-
-
-SHIPPED_FIXED = ("trials", "best_value", "reference_value", "start", "start_value", "dim", "lam",
-                 "epsilon")
-
-
-def shipped_markdown() -> str:
-    """Every ``tuned-atrec`` entry on Coat (``atrec/resources/tuned_atrec_params.yaml``): its
-    budget, the study's best validation loss, its first trial's loss (at the authors' values,
-    or at the values of the set named in brackets) and the values; a method's own
-    hyperparameters in the last column."""
-    rows = []
-    for key, entry in sorted(shipped_params()["tuned-atrec"].items()):
-        if "reference_value" in entry:
-            first = f"{entry['reference_value']:.4f}"
-        elif "start_value" in entry:
-            first = f"{entry['start_value']:.4f} ({entry['start']})"
-        else:
-            first = "-"
-        own = ", ".join(f"{k} {fmt(v)}" for k, v in entry.items() if k not in SHIPPED_FIXED)
-        rows.append([f"`{key}`", entry.get("trials", "-"), f"{entry['best_value']:.4f}", first,
-                     entry["dim"], fmt(entry["lam"]), fmt(entry.get("epsilon", "-")),
-                     own or "-"])
-    return table(["configuration", "trials", "best validation loss", "first trial's loss",
-                   "dim", "lam", "epsilon", "own"], rows)
-
-
-BINARY_FIXED = ("trials", "best_value", "reference_value", "dim", "lam", "lr", "batch_size")
-
-
-def binary_shipped_markdown() -> str:
-    """Every ``tuned-atrec`` entry of ``binary-clean`` on Coat
-    (``atrec/resources/binary_clean_tuned_params.yaml``): budget, the study's best validation
-    criterion, its first trial's (at the reference values), the common values and a method's
-    own hyperparameters in the last column."""
-    rows = []
-    shipped = resource_yaml("binary_clean_tuned_params.yaml").get("coat", {})
-    named = {(key.rpartition("/")[0] or DEFAULT_METHOD): e for key, e in shipped.items()}
-    for method, entry in sorted(named.items()):
-        own = ", ".join(f"{k} {fmt(v)}" for k, v in entry.items() if k not in BINARY_FIXED)
-        first = entry.get("reference_value")
-        rows.append([f"`{method}`", entry.get("trials", "-"),
-                     f"{entry['best_value']:.4f}", "-" if first is None else f"{first:.4f}",
-                     entry["dim"], fmt(entry["lam"]), fmt(entry["lr"]), entry.get("batch_size", "-"),
-                     own or "-"])
-    return table(["method", "trials", "best validation criterion", "first trial's",
-                   "dim", "lam", "lr", "batch size", "own"], rows)
 
 
 # ---------------------------------------------------------------------------- MkDocs hooks
