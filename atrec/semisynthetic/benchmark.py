@@ -53,7 +53,8 @@ def setup_for(form: Form, rates: np.ndarray, prediction_seed: int) -> Setup:
 
 
 def repetition(setup: Setup, seed: int) -> dict:
-    """One repetition (seed ``seed``) as a JSON-ready dict: ``observed_fraction``,
+    """One repetition (seed ``seed``) as a JSON-ready dict: ``matrices`` (in table order),
+    ``observed_fraction``,
     ``truth[matrix][realised|expected]``, ``estimate[noisy|true][matrix][estimator]`` and
     ``relative_error[noisy|true][realised|expected][matrix][estimator]``."""
     observed_mask = setup.form.observations(setup.p, seed)
@@ -76,5 +77,5 @@ def repetition(setup: Setup, seed: int) -> dict:
                       for name in setup.terms}
                   for t in TRUTHS}
            for kind in PROPENSITY_KINDS}
-    return {"seed": int(seed), "observed_fraction": p_o, "observed": int(observed.size),
+    return {"seed": int(seed), "matrices": list(setup.terms), "observed_fraction": p_o, "observed": int(observed.size),
             "truth": truth, "estimate": est, "relative_error": rel}

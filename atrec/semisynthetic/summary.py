@@ -29,7 +29,7 @@ def summarize(form: str, reps: list[dict]) -> FormSummary:
     """The :class:`FormSummary` of repetition results ``reps`` (one dict per seed)."""
     if not reps:
         raise ValueError(f"no repetitions of form {form!r} to summarise")
-    matrices = tuple(reps[0]["truth"])
+    matrices = tuple(reps[0]["matrices"])
     mean: dict = {}
     sd: dict = {}
     for kind in PROPENSITY_KINDS:

@@ -90,7 +90,7 @@ class SemiSyntheticRequest:
 class SemiSyntheticResult:
     """Per form its :class:`~atrec.semisynthetic.summary.FormSummary`, the forms' settings and
     rates' checksums, the completion's manifest, counts of repetitions computed and reused,
-    the wall and CPU seconds of this call, and the files written."""
+    and the wall and CPU seconds of this call."""
 
     summaries: dict[str, FormSummary]
     forms: dict[str, dict]
@@ -99,7 +99,6 @@ class SemiSyntheticResult:
     reused: int
     seconds: float
     cpu_seconds: float
-    written: list[Path]
 
 
 def records_root() -> Path:
@@ -165,7 +164,7 @@ def run_semisynthetic(request: SemiSyntheticRequest, echo=None) -> SemiSynthetic
                  f"{summaries[name].observed_fraction:.4f}; records in {folder}")
     return SemiSyntheticResult(summaries, settings, _completion_block(stored.manifest),
                                computed, reused, time.perf_counter() - start,
-                               time.process_time() - cpu, [])
+                               time.process_time() - cpu)
 
 
 def _completion_block(manifest: dict) -> dict:
