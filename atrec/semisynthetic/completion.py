@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from atrec.data.ratings import Ratings
+from atrec.runtime import tf
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,6 @@ def complete(ratings: Ratings, num_users: int, num_items: int,
     Returns the ``(num_users, num_items)`` float32 prediction matrix, the validation MSE per
     epoch and the wall time. Raises ``ValueError`` when fewer than one batch trains.
     """
-    from atrec.runtime import tf   # TensorFlow only where a completion is trained
-
     start = time.perf_counter()
     n_train = int(len(ratings) * recipe.train_fraction)
     n_batches = n_train // recipe.batch
