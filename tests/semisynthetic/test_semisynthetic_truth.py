@@ -125,3 +125,24 @@ def test_the_command_prints_the_table_and_resumes(bench_run, folders):
     assert "\\toprule" in result.stdout and "corrected" in result.stdout
     assert "0 repetition(s) computed, 6 reused" in result.stderr
     assert "reference: propensity cascade, labels once" in result.stderr
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(bench_run, monkeypatch):
+    import atrec.workflows.semisynthetic as workflow
+
+    real, calls = workflow.run_repetition, []
+
+    def interrupted(setup, seed):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(seed)
+        return real(setup, seed)
+
+    request = SemiSyntheticRequest(forms=("reference",), seeds=(3, 4, 5))
+    monkeypatch.setattr(workflow, "run_repetition", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        workflow.run_semisynthetic(request)
+    monkeypatch.setattr(workflow, "run_repetition", real)
+    resumed = workflow.run_semisynthetic(request)
+    assert calls == [3] and (resumed.computed, resumed.reused) == (2, 1)
+    assert resumed.summaries["reference"].seeds == (3, 4, 5)
