@@ -36,6 +36,7 @@ from atrec.semisynthetic.summary import FormSummary, ordering, summarize
 from atrec.semisynthetic.truth import DATASET, SOURCE_FILE, load_completion, truth_of
 
 RECORD_SCHEMA = 1
+RESULT_KEYS = ("seed", "matrices", "observed_fraction", "truth", "estimate", "relative_error")
 FIGURE_NAME = "semisynthetic"
 TABLE_NAME = "relative_error"
 
@@ -113,11 +114,16 @@ def _key(form: Form, request: SemiSyntheticRequest, rates_sha: str) -> str:
 
 
 def _load(path: Path, key: str) -> dict | None:
+    """The record at ``path`` when it is whole and of ``key``; ``None`` (recompute) when it is
+    missing, unreadable, of another key or schema, or lacks a result."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return record if isinstance(record, dict) and record.get("key") == key else None
+    if not (isinstance(record, dict) and record.get("key") == key
+            and record.get("schema") == RECORD_SCHEMA and isinstance(record.get("result"), dict)):
+        return None
+    return record if set(RESULT_KEYS) <= set(record["result"]) else None
 
 
 def run_semisynthetic(request: SemiSyntheticRequest, echo=None) -> SemiSyntheticResult:

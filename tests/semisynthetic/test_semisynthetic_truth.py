@@ -116,6 +116,10 @@ def test_records_outputs_and_resume(bench_run, folders):
     again = semisynthetic_report(request, fmt="markdown", figure=False)
     assert again.result.computed == 0 and again.result.reused == 6
     assert again.text == report.text
+    records[0].write_text(records[0].read_text()[:100])             # a torn record
+    third = semisynthetic_report(request, fmt="markdown", figure=False)
+    assert (third.result.computed, third.result.reused) == (1, 5)
+    assert third.text == report.text                                 # a seed decides its record
 
 
 def test_the_command_prints_the_table_and_resumes(bench_run, folders):
