@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.semisynthetic.estimators import ESTIMATORS, Terms, estimate, imputation_weights
+from atrec.semisynthetic.estimators import ESTIMATORS, Terms, estimate_each, imputation_weights
 from atrec.semisynthetic.forms import Form, propensity
 from atrec.semisynthetic.predictions import prediction_matrices
 
@@ -66,12 +66,12 @@ def repetition(setup: Setup, seed: int) -> dict:
     weights = {"noisy": 0.5 / p_obs + 0.5 / p_o, "true": 1.0 / p_obs}
     y_obs = labels[observed].astype(np.float64)
     labels = labels.astype(np.float64)
-    imputation = {kind: imputation_weights(w) for kind, w in weights.items()}
+    given = {kind: (w, imputation_weights(w)) for kind, w in weights.items()}
     truth, est = {}, {kind: {} for kind in PROPENSITY_KINDS}
     for name, terms in setup.terms.items():
         truth[name] = {"realised": terms.loss(labels), "expected": setup.expected[name]}
-        for kind, w in weights.items():
-            est[kind][name] = estimate(terms, observed, y_obs, w, imputation[kind])
+        for kind, values in estimate_each(terms, observed, y_obs, given).items():
+            est[kind][name] = values
     rel = {kind: {t: {name: {e: abs(est[kind][name][e] - truth[name][t]) / truth[name][t]
                              for e in ESTIMATORS}
                       for name in setup.terms}
