@@ -83,7 +83,10 @@ class SemiSyntheticRequest:
     rebuild: bool = False
 
     def form(self, name: str) -> Form:
-        form = replace(FORMS[name], label_seed=self.label_seed)
+        """Form ``name`` with this request's cuts and (labels drawn once) label seed."""
+        form = FORMS[name]
+        if form.labels == "once":
+            form = replace(form, label_seed=self.label_seed)
         return form if self.cuts is None else replace(form, cuts=self.cuts)
 
 
