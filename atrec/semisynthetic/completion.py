@@ -16,8 +16,10 @@ Guo et al., SIGIR 2021, section 4), trained here with TensorFlow 2:
   LAST model, not the best (the reference's rule).
 
 The reference sets no seed; atrec draws the initial tables from ``numpy.random.default_rng(seed)``
-and records the seed. Training is float32, on one thread's worth of ops per step, and the
-whole epoch runs in one compiled function, so a seed gives the same matrix on a given machine.
+and records the seed. Training is float32 and each epoch runs in one compiled function; the
+same seed gave the same matrix (SHA-256) in separate processes on the same machine. At seed 0
+the reference recipe stops after 116 epochs (best validation MSE 0.9265 at epoch 111),
+about 17 s of CPU.
 """
 
 from __future__ import annotations
