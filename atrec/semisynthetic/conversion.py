@@ -29,17 +29,24 @@ def check_cuts(cuts) -> tuple[float, ...]:
     return cuts
 
 
-def to_rates(prediction: np.ndarray, cuts=CODE_CUTS) -> np.ndarray:
-    """The conversion-rate vector (float64, shape of ``prediction.ravel()``) of a prediction
-    matrix (module doc). Row-major: cell ``(u, i)`` is element ``u * num_items + i``."""
-    cuts = check_cuts(cuts)
+def rank_levels(prediction: np.ndarray, cuts, levels) -> np.ndarray:
+    """``levels[k]`` for the cells whose rank (ascending, stable) lies between
+    ``int(N * cuts[k - 1])`` and ``int(N * cuts[k])`` (float64, the shape of
+    ``prediction.ravel()``); ``len(levels) = len(cuts) + 1``. Row-major: cell ``(u, i)`` is
+    element ``u * num_items + i``."""
     flat = np.asarray(prediction).ravel()
     n = flat.size
     order = np.argsort(flat, kind="stable")
     by_rank = np.empty(n, dtype=np.float64)
     bounds = [0, *(int(n * c) for c in cuts), n]
-    for rate, lo, hi in zip(RATES, bounds, bounds[1:]):
-        by_rank[lo:hi] = rate
-    rates = np.empty(n, dtype=np.float64)
-    rates[order] = by_rank
-    return rates
+    for level, lo, hi in zip(levels, bounds, bounds[1:]):
+        by_rank[lo:hi] = level
+    out = np.empty(n, dtype=np.float64)
+    out[order] = by_rank
+    return out
+
+
+def to_rates(prediction: np.ndarray, cuts=CODE_CUTS) -> np.ndarray:
+    """The conversion-rate vector (float64, shape of ``prediction.ravel()``) of a prediction
+    matrix (module doc), by :func:`rank_levels`."""
+    return rank_levels(prediction, check_cuts(cuts), RATES)

@@ -21,6 +21,21 @@ MATRICES = ("ONE", "THREE", "FIVE", "SKEW", "CRS")
 PREDICTION_STREAM = 2   # the generator of the prediction matrices: default_rng([stream, seed])
 
 
+def raise_to_top(truth: np.ndarray, low: float, top: float, rng: np.random.Generator,
+                 name: str) -> np.ndarray:
+    """A copy of ``truth`` in which as many cells as hold ``top``, drawn uniformly without
+    replacement among those that hold ``low``, are set to ``top`` (ONE, THREE and FIVE here,
+    REC_ONES and REC_FOURS of :mod:`atrec.semisynthetic.stars`). ``ValueError`` naming
+    ``name`` when there are fewer ``low`` cells than ``top`` ones."""
+    n_top = int(np.count_nonzero(truth == top))
+    cells = np.flatnonzero(truth == low)
+    if len(cells) < n_top:
+        raise ValueError(f"{name}: {len(cells)} cells at {low}, fewer than the {n_top} at {top}")
+    out = np.array(truth, dtype=np.float64)
+    out[rng.choice(cells, n_top, replace=False)] = top
+    return out
+
+
 def prediction_matrices(rates: np.ndarray, seed: int) -> dict[str, np.ndarray]:
     """``{name: prediction}`` for every name of :data:`MATRICES`, each float64 of the shape of
     ``rates`` (module doc). The draws are made in :data:`MATRICES` order from
@@ -28,15 +43,8 @@ def prediction_matrices(rates: np.ndarray, seed: int) -> dict[str, np.ndarray]:
     are fewer cells at 0.1, 0.3 or 0.5 than at 0.9."""
     rates = np.asarray(rates, dtype=np.float64)
     rng = np.random.default_rng([PREDICTION_STREAM, int(seed)])
-    n_9 = int(np.count_nonzero(rates == 0.9))
-    out = {}
-    for name, low in (("ONE", 0.1), ("THREE", 0.3), ("FIVE", 0.5)):
-        cells = np.flatnonzero(rates == low)
-        if len(cells) < n_9:
-            raise ValueError(f"{name}: {len(cells)} cells at {low}, fewer than the {n_9} at 0.9")
-        pred = rates.copy()
-        pred[rng.choice(cells, n_9, replace=False)] = 0.9
-        out[name] = pred
+    out = {name: raise_to_top(rates, low, 0.9, rng, name)
+           for name, low in (("ONE", 0.1), ("THREE", 0.3), ("FIVE", 0.5))}
     out["SKEW"] = np.clip(rng.normal(rates, (1.0 - rates) / 2.0), 0.1, 0.9)
     out["CRS"] = np.where(rates >= 0.7, 0.1, 0.5)
     return out

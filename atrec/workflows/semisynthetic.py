@@ -29,28 +29,45 @@ from atrec.semisynthetic.benchmark import setup_for
 from atrec.semisynthetic.benchmark import repetition as run_repetition
 from atrec.semisynthetic.completion import CompletionRecipe
 from atrec.semisynthetic.conversion import check_cuts
+from atrec.data.integrity import sha256_hex
 from atrec.semisynthetic.forms import DEFAULT_FORMS, FORMS, Form
+from atrec.semisynthetic.stars import (
+    ALPHA,
+    MARGINAL,
+    OBSERVED,
+    star_predictions,
+    star_propensity,
+    star_repetition,
+    to_stars,
+)
 from atrec.reporting.figures import save_figure
-from atrec.reporting.semisynthetic import relative_error_figure, render_relative_error
+from atrec.reporting.semisynthetic import (
+    relative_error_figure,
+    render_relative_error,
+    render_stars,
+)
 from atrec.semisynthetic.summary import FormSummary, ordering, summarize
 from atrec.semisynthetic.truth import DATASET, SOURCE_FILE, load_completion, truth_of
 
 RECORD_SCHEMA = 1
 RESULT_KEYS = ("seed", "matrices", "observed_fraction", "truth", "estimate", "relative_error")
 FIGURE_NAME = "semisynthetic"
+STARS = "stars"   # the 1-5 star version (atrec.semisynthetic.stars), run as one more form
 TABLE_NAME = "relative_error"
 
 
 def parse_forms(text: str) -> tuple[str, ...]:
     """``--form`` values (comma-separated names of :data:`~atrec.semisynthetic.forms.FORMS`,
-    or ``all``) as form names, or one-line :class:`AtrecError`."""
+    ``stars`` for the 1-5 star version, or ``all``) as form names, or one-line
+    :class:`AtrecError`."""
     names = [t.strip().lower() for t in str(text).split(",") if t.strip()]
     if names == ["all"]:
-        return tuple(FORMS)
-    bad = [n for n in names if n not in FORMS]
+        return (*FORMS, STARS)
+    known = (*FORMS, STARS)
+    bad = [n for n in names if n not in known]
     if bad or not names:
         raise AtrecError(f"--form {text}: unknown form {', '.join(bad) or '(none)'}; choose "
-                         f"from {', '.join(FORMS)} or all")
+                         f"from {', '.join(known)} or all")
     return tuple(dict.fromkeys(names))
 
 
@@ -106,12 +123,15 @@ class SemiSyntheticResult:
 
 
 def records_root() -> Path:
+    """``<results>/semisynthetic``: the benchmark's records and tables."""
     return results_dir() / "semisynthetic"
 
 
-def _key(form: Form, request: SemiSyntheticRequest, rates_sha: str) -> str:
-    text = json.dumps({"schema": RECORD_SCHEMA, "form": form.as_dict(),
-                       "recipe": request.recipe.as_dict(), "rates_sha256": rates_sha,
+def _key(what: dict, request: SemiSyntheticRequest, truth_sha: str) -> str:
+    """A short hash of what fixes a repetition besides its seed: the form's settings
+    ``what``, the completion's recipe, the truth's checksum and the prediction seed."""
+    text = json.dumps({"schema": RECORD_SCHEMA, "form": what,
+                       "recipe": request.recipe.as_dict(), "rates_sha256": truth_sha,
                        "prediction_seed": request.prediction_seed}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -129,6 +149,30 @@ def _load(path: Path, key: str) -> dict | None:
     return record if set(RESULT_KEYS) <= set(record["result"]) else None
 
 
+def _binary_runner(form: Form, rates, prediction_seed: int):
+    """``seed -> repetition`` of a binary form; its setup is built at the first call only, so
+    a rerun whose records all exist builds nothing."""
+    setup = None
+
+    def compute(seed: int) -> dict:
+        nonlocal setup
+        setup = setup or setup_for(form, rates, prediction_seed)
+        return run_repetition(setup, seed)
+    return compute
+
+
+def _stars_runner(stars, prediction_seed: int):
+    """``seed -> repetition`` of the star version, built lazily as :func:`_binary_runner`."""
+    built: dict = {}
+
+    def compute(seed: int) -> dict:
+        if not built:
+            built["p"] = star_propensity(stars)
+            built["predictions"] = star_predictions(stars, prediction_seed)
+        return star_repetition(stars, built["p"], built["predictions"], seed)
+    return compute
+
+
 def run_semisynthetic(request: SemiSyntheticRequest, echo=None) -> SemiSyntheticResult:
     """Build (or read) the truth, run every (form, seed) without a record, and summarise.
 
@@ -142,31 +186,39 @@ def run_semisynthetic(request: SemiSyntheticRequest, echo=None) -> SemiSynthetic
     computed = reused = 0
     truths: dict = {}
     for name in request.forms:
-        form = request.form(name)
-        truth = truths.get(form.cuts) or truths.setdefault(form.cuts, truth_of(stored, form.cuts))
-        key = _key(form, request, truth.sha256)
+        if name == STARS:
+            stars = to_stars(stored.matrix)
+            key = _key({"version": STARS, "marginal": list(MARGINAL), "alpha": ALPHA,
+                        "observed": OBSERVED}, request, sha256_hex(stars.tobytes()))
+            settings[name] = {"marginal": list(MARGINAL), "alpha": ALPHA, "observed": OBSERVED,
+                              "stars_sha256": sha256_hex(stars.tobytes()), "key": key}
+            compute = _stars_runner(stars, request.prediction_seed)
+        else:
+            form = request.form(name)
+            truth = truths.get(form.cuts) or truths.setdefault(form.cuts,
+                                                               truth_of(stored, form.cuts))
+            key = _key(form.as_dict(), request, truth.sha256)
+            settings[name] = {**form.as_dict(), "rates_sha256": truth.sha256, "key": key}
+            compute = _binary_runner(form, truth.rates, request.prediction_seed)
         folder = records_root() / name / key
-        settings[name] = {**form.as_dict(), "rates_sha256": truth.sha256, "key": key,
-                          "records": str(folder)}
-        reps, setup = [], None
+        settings[name]["records"] = str(folder)
+        header = {"form": {k: v for k, v in settings[name].items() if k != "records"},
+                  "prediction_seed": request.prediction_seed,
+                  "completion": _completion_block(stored.manifest)}
+        reps, done = [], 0
         for seed in request.seeds:
             path = folder / f"seed-{seed:02d}.json"
             record = None if request.force else _load(path, key)
             if record is None:
-                setup = setup or setup_for(form, truth.rates, request.prediction_seed)
                 t0 = time.perf_counter()
-                result = run_repetition(setup, seed)
+                result = compute(seed)
                 record = {"schema": RECORD_SCHEMA, "kind": "semisynthetic", "key": key,
-                          "form": form.as_dict(), "seed": seed,
-                          "prediction_seed": request.prediction_seed,
-                          "completion": _completion_block(stored.manifest),
-                          "rates_sha256": truth.sha256, "result": result,
+                          "seed": seed, **header, "result": result,
                           "provenance": provenance(checksums, time.perf_counter() - t0)}
                 atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-                computed += 1
-            else:
-                reused += 1
+                done += 1
             reps.append(record["result"])
+        computed, reused = computed + done, reused + len(reps) - done
         summaries[name] = summarize(name, reps)
         if echo is not None:
             echo(f"{name}: {len(reps)} repetition(s), observed fraction "
@@ -198,20 +250,28 @@ class SemiSyntheticReport:
 
 def semisynthetic_report(request: SemiSyntheticRequest, fmt: str = "table", figure: bool = True,
                          echo=None) -> SemiSyntheticReport:
-    """:func:`run_semisynthetic`, then the table in ``fmt``; the markdown, LaTeX and CSV tables
-    are saved under ``<results>/semisynthetic`` and (``figure``) the figure under
+    """:func:`run_semisynthetic`, then the tables in ``fmt`` (the binary forms', then the star
+    version's); the markdown, LaTeX and CSV tables are saved under ``<results>/semisynthetic``
+    (``relative_error.*``, ``relative_error_stars.*``) and (``figure``) the figure under
     ``<results>/figures``."""
     result = run_semisynthetic(request, echo=echo)
-    summaries = list(result.summaries.values())
+    binary = [s for name, s in result.summaries.items() if name != STARS]
+    stars = result.summaries.get(STARS)
+    tables = []
+    if binary:
+        tables.append((TABLE_NAME, lambda f: render_relative_error(binary, f)))
+    if stars is not None:
+        tables.append((f"{TABLE_NAME}_stars", lambda f: render_stars(stars, f)))
     written = []
-    for ext, form_fmt in (("md", "markdown"), ("tex", "latex"), ("csv", "csv")):
-        path = records_root() / f"{TABLE_NAME}.{ext}"
-        atomic_write_text(path, render_relative_error(summaries, form_fmt) + "\n")
-        written.append(path)
+    for name, table in tables:
+        for ext, table_fmt in (("md", "markdown"), ("tex", "latex"), ("csv", "csv")):
+            path = records_root() / f"{name}.{ext}"
+            atomic_write_text(path, table(table_fmt) + "\n")
+            written.append(path)
     if figure:
-        written += save_figure(relative_error_figure(summaries), FIGURE_NAME)
-    return SemiSyntheticReport(render_relative_error(summaries, fmt), describe(result), written,
-                               result)
+        written += save_figure(relative_error_figure(binary, stars), FIGURE_NAME)
+    text = "\n\n".join(table(fmt) for _, table in tables)
+    return SemiSyntheticReport(text, describe(result), written, result)
 
 
 def describe(result: SemiSyntheticResult) -> list[str]:
@@ -224,6 +284,16 @@ def describe(result: SemiSyntheticResult) -> list[str]:
              f"{str(c['store_sha256'])[:12]})"]
     for name, s in result.summaries.items():
         f = result.forms[name]
+        if name == STARS:
+            worst = max(s.mean[loss][m][e] for loss in s.mean for m in s.matrices
+                        for e in ("IPS", "SNIPS"))
+            naive = min(s.mean[loss][m]["Naive"] for loss in s.mean for m in s.matrices)
+            notes.append(f"{name}: 1-5 stars by rank at marginal "
+                         f"{','.join(str(x) for x in f['marginal'])}, propensity k alpha^(4 - r)"
+                         f" with alpha {f['alpha']}, stars sha256 {f['stars_sha256'][:12]}; "
+                         f"observed fraction {s.observed_fraction:.4f}; IPS and SNIPS at most "
+                         f"{worst:.4f}, Naive at least {naive:.4f}")
+            continue
         order = ordering(s)
         text = "; ".join(f"{m} {' < '.join(o)}" for m, o in order.items())
         true_max = max(s.mean["true"]["realised"][m][e] for m in s.matrices

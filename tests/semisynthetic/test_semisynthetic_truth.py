@@ -106,7 +106,9 @@ def test_records_outputs_and_resume(bench_run, folders):
     records = sorted((folders / "results" / "semisynthetic").rglob("seed-*.json"))
     assert len(records) == 6
     record = json.loads(records[0].read_text())
-    assert {"form", "seed", "completion", "rates_sha256", "result", "provenance"} <= set(record)
+    assert {"form", "seed", "prediction_seed", "completion", "result", "provenance"} <= set(record)
+    assert len(record["form"]["rates_sha256"]) == 64 and record["form"]["labels"] in (
+        "once", "per-repetition")
     assert record["completion"]["recipe"]["seed"] == 0
     assert record["provenance"]["data_checksums"]["u.data"] == record["completion"]["source_sha256"]
     names = {p.name for p in report.written}
@@ -150,3 +152,17 @@ def test_an_interrupted_run_resumes_where_it_stopped(bench_run, monkeypatch):
     resumed = workflow.run_semisynthetic(request)
     assert calls == [3] and (resumed.computed, resumed.reused) == (2, 1)
     assert resumed.summaries["reference"].seeds == (3, 4, 5)
+
+
+def test_the_star_version_on_ml100k(bench_run):
+    report = semisynthetic_report(SemiSyntheticRequest(forms=("stars",), seeds=(0, 1, 2)),
+                                  fmt="markdown", figure=False)
+    s = report.result.summaries["stars"]
+    assert s.observed_fraction == pytest.approx(0.05, abs=0.001)
+    assert s.matrices == ("REC_ONES", "REC_FOURS", "ROTATE", "SKEWED", "COARSENED")
+    for loss in ("MAE", "MSE"):
+        for m in s.matrices:
+            assert s.mean[loss][m]["Naive"] > 0.25                 # the selection bias
+            assert s.mean[loss][m]["SNIPS"] < 0.15                 # undone by the propensity
+    assert report.text.startswith("| loss")
+    assert any(p.name == "relative_error_stars.md" for p in report.written)
