@@ -1,15 +1,17 @@
 """``atrec semisynthetic``: the estimator benchmark on the semi-synthetic MovieLens 100K truth,
 run over seeds, one record per (form, seed), summarised as the field's relative-error table.
 
-Records: ``<results>/semisynthetic/<form>/<key>/seed-NN.json``, where ``<key>`` hashes
-what fixes a repetition's numbers besides its seed (the form's switches and cuts, the
-completion's recipe, the rates' checksum, the prediction seed). A record holds the
-repetition's truths, estimates and relative errors (:func:`atrec.semisynthetic.benchmark.repetition`),
-the form, the seeds, the completion's recipe and manifest summary, the rates' SHA-256 and
-the provenance block of every atrec record (command, versions, data checksums, time, host).
-A rerun reuses every record of the same key (``force`` recomputes), so an interrupted run
-resumes where it stopped. Tables go to ``<results>/semisynthetic/relative_error.{md,tex,csv}``,
-the figure to ``<results>/figures/semisynthetic.{png,pdf}``.
+The forms are the binary ones of :data:`atrec.semisynthetic.forms.FORMS` and ``stars``, the
+1-5 star version (:mod:`atrec.semisynthetic.stars`). Records:
+``<results>/semisynthetic/<form>/<key>/seed-NN.json``, where ``<key>`` hashes what fixes a
+repetition's numbers besides its seed (the form's settings, the completion's recipe, the
+truth's checksum, the prediction seed). A record holds the repetition's truths, estimates and
+relative errors, the form's settings with the truth's SHA-256, the seeds, the completion's
+recipe and manifest summary, and the provenance block of every atrec record (command,
+versions, data checksums, time, host). A rerun reuses every whole record of the same key
+(``force`` recomputes), so an interrupted run resumes where it stopped. Tables go to
+``<results>/semisynthetic/relative_error.{md,tex,csv}`` (the star version's to
+``relative_error_stars.*``), the figure to ``<results>/figures/semisynthetic.{png,pdf}``.
 """
 
 from __future__ import annotations
@@ -173,6 +175,26 @@ def _stars_runner(stars, prediction_seed: int):
     return compute
 
 
+def _plan(name: str, request: SemiSyntheticRequest, stored, truths: dict):
+    """Form ``name``'s settings (switches and the truth's checksum), record key and
+    ``seed -> repetition`` function; ``truths`` caches the rates per set of cuts."""
+    if name == STARS:
+        stars = to_stars(stored.matrix)
+        what = {"version": STARS, "marginal": list(MARGINAL), "alpha": ALPHA,
+                "observed": OBSERVED}
+        sha = sha256_hex(stars.tobytes())
+        key = _key(what, request, sha)
+        return ({**what, "stars_sha256": sha, "key": key}, key,
+                _stars_runner(stars, request.prediction_seed))
+    form = request.form(name)
+    if form.cuts not in truths:
+        truths[form.cuts] = truth_of(stored, form.cuts)
+    truth = truths[form.cuts]
+    key = _key(form.as_dict(), request, truth.sha256)
+    return ({**form.as_dict(), "rates_sha256": truth.sha256, "key": key}, key,
+            _binary_runner(form, truth.rates, request.prediction_seed))
+
+
 def run_semisynthetic(request: SemiSyntheticRequest, echo=None) -> SemiSyntheticResult:
     """Build (or read) the truth, run every (form, seed) without a record, and summarise.
 
@@ -186,20 +208,7 @@ def run_semisynthetic(request: SemiSyntheticRequest, echo=None) -> SemiSynthetic
     computed = reused = 0
     truths: dict = {}
     for name in request.forms:
-        if name == STARS:
-            stars = to_stars(stored.matrix)
-            key = _key({"version": STARS, "marginal": list(MARGINAL), "alpha": ALPHA,
-                        "observed": OBSERVED}, request, sha256_hex(stars.tobytes()))
-            settings[name] = {"marginal": list(MARGINAL), "alpha": ALPHA, "observed": OBSERVED,
-                              "stars_sha256": sha256_hex(stars.tobytes()), "key": key}
-            compute = _stars_runner(stars, request.prediction_seed)
-        else:
-            form = request.form(name)
-            truth = truths.get(form.cuts) or truths.setdefault(form.cuts,
-                                                               truth_of(stored, form.cuts))
-            key = _key(form.as_dict(), request, truth.sha256)
-            settings[name] = {**form.as_dict(), "rates_sha256": truth.sha256, "key": key}
-            compute = _binary_runner(form, truth.rates, request.prediction_seed)
+        settings[name], key, compute = _plan(name, request, stored, truths)
         folder = records_root() / name / key
         settings[name]["records"] = str(folder)
         header = {"form": {k: v for k, v in settings[name].items() if k != "records"},
