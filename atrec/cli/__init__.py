@@ -11,7 +11,9 @@ Shared vocabulary (the same option means the same thing everywhere): ``--dataset
 ``--format``, ``--quiet``, ``--force``.
 """
 
-from atrec.cli import data, experiments, export, results, training  # noqa: E402, F401  (commands)
+from atrec.cli import (  # noqa: E402, F401  (commands)
+    data, experiments, export, results, semisynthetic, training,
+)
 from atrec.cli.app import main  # noqa: E402
 
 __all__ = ["main"]
