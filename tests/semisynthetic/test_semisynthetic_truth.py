@@ -73,7 +73,7 @@ def bench_run(folders):
 
 def test_the_reference_recipe_completes_ml100k_as_the_reference_did(bench_run):
     c = bench_run[1].result.completion
-    # the reference code's run (SEMISYNTHETIC.md): 108 epochs, best validation MSE 0.928,
+    # the reference code's run (docs/semisynthetic.md): 108 epochs, best validation MSE 0.928,
     # predictions in about [1.05, 5.03]; another initialisation moves these a little
     assert 60 <= c["epochs"] <= 250 and c["epochs"] == c["best_epoch"] + 5
     assert 0.90 < c["best_val_mse"] < 0.95
