@@ -51,36 +51,34 @@ def registry_for(protocol: str | None = None) -> Registry:
 
 
 def method_class(name: str, protocol: str | None = None) -> type:
-    """The class registered as ``name`` for ``protocol`` (:func:`registry_for`)."""
-    try:
-        return registry_for(protocol).get(name)
-    except AtrecError as exc:
-        raise AtrecError(str(exc) + _other_view(name, protocol)) from None
+    """The class registered as ``name`` for ``protocol`` (:func:`registry_for`); a name that
+    only the other view's protocols run is one line saying which."""
+    _refuse_other_view([name], protocol)
+    return registry_for(protocol).get(name)
 
 
 def expand_methods(values, protocol: str | None = None) -> list[str]:
     """``--method`` values as the registered names of the methods ``protocol`` runs (``all``:
-    every one); a name that only another view's protocols run is one line saying which."""
-    try:
-        return registry_for(protocol).expand(values)
-    except AtrecError as exc:
-        wrong = [p.strip().lower() for v in values for p in str(v).split(",")]
-        hint = next((h for h in map(lambda n: _other_view(n, protocol), wrong) if h), "")
-        raise AtrecError(str(exc) + hint) from None
+    every one); a name that only the other view's protocols run is one line saying which."""
+    _refuse_other_view([p.strip().lower() for v in values for p in str(v).split(",")],
+                       protocol)
+    return registry_for(protocol).expand(values)
 
 
-def _other_view(name: str, protocol: str | None) -> str:
-    """``" ('dt-ips' is a binary method: give --protocol binary-clean or binary-icde24)"`` when
-    ``name`` is not a method of ``protocol`` but is one of the protocols of the other view."""
+def _refuse_other_view(names, protocol: str | None) -> None:
+    """One-line :class:`AtrecError` for the first of ``names`` that is not a method of
+    ``protocol`` but is one of the protocols of the other view (``dt-ips`` under
+    ``saito2020``: a binary method)."""
     own = registry_for(protocol)
-    if name in own.names():
-        return ""
     other = METHODS if own is BINARY_METHODS else BINARY_METHODS
-    if name not in other.names():
-        return ""
-    where = [p for p in PROTOCOLS.names() if registry_for(p) is other]
-    kind = "a binary method" if other is BINARY_METHODS else "a method of the 1-5 star protocols"
-    return f" ('{name}' is {kind}: give --protocol {' or '.join(where)})"
+    for name in names:
+        if name and name != "all" and name not in own.names() and name in other.names():
+            where = [p for p in PROTOCOLS.names() if registry_for(p) is other]
+            kind = ("a binary method" if other is BINARY_METHODS
+                    else "a method of the 1-5 star protocols")
+            raise AtrecError(f"unknown {own.kind} '{name}' under protocol "
+                             f"'{protocol or DEFAULT_PROTOCOL}': it is {kind}; give --protocol "
+                             f"{' or '.join(where)} ('atrec methods' lists each protocol's)")
 
 
 def get_method(name: str, protocol: str | None = None) -> Method:

@@ -206,9 +206,10 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
                          f"configuration -> parameters, got {section!r:.60}; fix the file")
     entry = (section or {}).get(key)
     if entry is None:
+        flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
         raise AtrecError(
-            f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune') or "
-            f"add it to the parameter file"
+            f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune{flag}') "
+            f"or add it to the parameter file"
         )
     if not isinstance(entry, dict):
         raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: the entry must "

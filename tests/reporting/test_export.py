@@ -60,9 +60,10 @@ def root(tmp_path, monkeypatch):
 def test_one_row_per_record_and_one_column_per_hyperparameter(root):
     frame = atrec.load_runs(root)
     assert len(frame) == len(list((root / "runs").rglob("seed-*.json"))) == 16
-    assert list(frame.columns[:10]) == ["dataset", "method", "propensity", "with_at", "params",
-                                        "params_source", "variant", "seed", "model_seed",
-                                        "batch_seed"]
+    assert list(frame.columns[:11]) == ["protocol", "dataset", "method", "propensity",
+                                        "with_at", "params", "params_source", "variant", "seed",
+                                        "model_seed", "batch_seed"]
+    assert set(frame.protocol) == {"saito2020"}
     for column in (*METRICS, "best_step", "best_val_loss", "dim", "lam", "epsilon", "gamma",
                    "atrec_version", "created", "command", "data_checksums", "packages"):
         assert column in frame.columns
