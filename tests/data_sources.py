@@ -61,6 +61,8 @@ def missing_line(names: list[str]) -> str:
     """One line saying which copies the tests lack and what to set."""
     what = " and ".join(DATASETS[n] for n in names)
     envs = " and ".join(source_env(n) for n in names)
-    return (f"the tests need a copy of {what}: set {envs} to its folder or official archive "
+    where = "its folder or official archive" if len(names) == 1 else (
+        "their folders or official archives")
+    return (f"the tests need a copy of {what}: set {envs} to {where} "
             f"(or {SHARED_ENV} to a folder holding {', '.join(n + '/' for n in names)}), or run "
             f"'make reproduce' first, which installs them under data/")

@@ -41,7 +41,7 @@ def _flag(protocol):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize("command", ["train", "tune"])
+@pytest.mark.parametrize("command", ["train", "run", "tune"])
 def test_neither_at_flag_means_both(protocol, command, folders, asked):
     args = [command, "--dataset", "coat", "--method", METHOD[protocol], "--propensity", "item",
             "--quiet", *_flag(protocol)]
@@ -104,3 +104,14 @@ def test_report_export_and_check_without_results(protocol, folders):
         assert check.exit_code == 2 and "has no published table" in check.output
     for result in (report, export, check):
         assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_corrupt_records_hint_keeps_its_protocol(protocol):
+    from atrec.errors import AtrecError
+    from atrec.evaluation.summary import _check_record
+
+    again = "'atrec train'" if get_protocol(protocol).is_default else (
+        f"'atrec train --protocol {protocol}'")
+    with pytest.raises(AtrecError, match=f"lacks 'propensity': delete it and rerun {again}"):
+        _check_record({"protocol": {"name": protocol}, "dataset": "coat"})
