@@ -115,3 +115,16 @@ def test_a_corrupt_records_hint_keeps_its_protocol(protocol):
         f"'atrec train --protocol {protocol}'")
     with pytest.raises(AtrecError, match=f"lacks 'propensity': delete it and rerun {again}"):
         _check_record({"protocol": {"name": protocol}, "dataset": "coat"})
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_tune_says_what_it_optimises_where_there_is_no_validation_split(protocol, folders,
+                                                                        asked):
+    result = CliRunner().invoke(main, ["tune", "--method", METHOD[protocol], "--propensity",
+                                       "item", *_flag(protocol)])
+    assert result.exit_code == 0, result.output
+    said = "has no validation split: each trial's objective is its last epoch's training loss"
+    assert (said in result.output) == (not get_protocol(protocol).has_validation)
+    assert (protocol == "binary-icde24") == (not get_protocol(protocol).has_validation)
+    # the note after a tune names the protocol whose tuned values it wrote
+    assert ("--protocol " + protocol in result.output) == (not get_protocol(protocol).is_default)
