@@ -116,9 +116,11 @@ def at_notice(methods: list[str], ats: list[bool], protocol: str | None = None) 
     is asked for: they run without AT only (:func:`atrec.methods.registry.at_skipped`)."""
     alone = method_registry.at_skipped(methods, ats, protocol)
     if alone and len(alone) < len(methods):
+        one = len(alone) == 1
+        what = ((f"{'it runs' if one else 'they run'} without AT only") if False in ats else
+                f"{'it is' if one else 'they are'} left out (only --with-at was given)")
         click.echo(f"note: {', '.join(alone)} cannot serve in AT (as A1 and A2) under protocol "
-                   f"'{protocol}': {'it runs' if len(alone) == 1 else 'they run'} without AT "
-                   f"only{'' if False in ats else ', so not at all here'}", err=True)
+                   f"'{protocol}': {what}", err=True)
 
 
 def one_method(values) -> str:
