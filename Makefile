@@ -8,13 +8,17 @@
 # make docs builds the documentation site into site/ (mkdocs.yml; warnings are errors).
 PYTHON ?= python3
 ATREC  ?= $(PYTHON) -m atrec
-# Local copies of the public datasets (this workplace has no network). Point these at a file,
-# archive or folder; leave empty to download from the official URLs.
-SHARED      ?= ../shared/data
-COAT_SOURCE ?= $(wildcard $(SHARED)/coat)
-ML_SOURCE   ?= $(wildcard $(SHARED)/ml-100k)
-# Yahoo! R3 cannot be downloaded (Webscope licence): set ATREC_YAHOO_SOURCE to your copy.
-ATREC_YAHOO_SOURCE ?=
+# Local copies of the datasets: the variables atrec itself reads (atrec/runtime/settings.py), one
+# name each, for make and atrec alike. Set them in the environment or on make's command line to a
+# file, archive or folder; by default the copies in ATREC_SHARED_DATA (../shared/data beside the
+# checkout) where they exist, else empty: the official URLs. Yahoo! R3 cannot be downloaded
+# (Webscope licence): set ATREC_YAHOO_SOURCE to your copy. `make test` reads the same variables
+# (tests/data_sources.py).
+ATREC_SHARED_DATA    ?= ../shared/data
+ATREC_COAT_SOURCE    ?= $(wildcard $(ATREC_SHARED_DATA)/coat)
+ATREC_ML_100K_SOURCE ?= $(wildcard $(ATREC_SHARED_DATA)/ml-100k)
+ATREC_YAHOO_SOURCE   ?=
+export ATREC_COAT_SOURCE ATREC_ML_100K_SOURCE ATREC_YAHOO_SOURCE
 STAMP := .make/installed
 
 .PHONY: install test reproduce bench lint layers docs clean
@@ -36,8 +40,7 @@ test: $(STAMP)
 	$(PYTHON) tests/run_groups.py -q $(PYTEST_ARGS)
 
 reproduce: $(STAMP)
-	ATREC_COAT_SOURCE="$(COAT_SOURCE)" ATREC_ML_100K_SOURCE="$(ML_SOURCE)" \
-	ATREC_YAHOO_SOURCE="$(ATREC_YAHOO_SOURCE)" $(ATREC) reproduce $(if $(TUNE),--tune) $(if $(BASELINES),--baselines) $(if $(BINARY),--binary)
+	$(ATREC) reproduce $(if $(TUNE),--tune) $(if $(BASELINES),--baselines) $(if $(BINARY),--binary)
 
 bench: $(STAMP)
 	$(PYTHON) benchmarks/run.py

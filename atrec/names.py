@@ -39,6 +39,15 @@ def config_key(propensity: str, with_at: bool, method: str = DEFAULT_METHOD) -> 
     return key if method == DEFAULT_METHOD else f"{method}/{key}"
 
 
+def did_you_mean(name: str, choices) -> str:
+    """``"; did you mean 'x'?"`` for the choice closest to a misspelt ``name`` (difflib's
+    ratio of at least 0.6), else ``""``: the end of an unknown-name error."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: str,
            every: tuple[str, ...] | None = None) -> list[str]:
     """Expand option values (each may be comma-separated, or ``all``) into known names.
@@ -60,7 +69,7 @@ def expand(values: tuple[str, ...] | list[str], allowed: tuple[str, ...], what: 
             else:
                 raise AtrecError(
                     f"unknown {what} '{part}': choose from {', '.join(allowed)} or 'all'"
-                )
+                    f"{did_you_mean(part, allowed)}")
             out.extend(n for n in names if n not in out)
     if values and not out:  # e.g. --propensity "," would otherwise select nothing and exit 0
         raise AtrecError(f"no {what} given: name one or more of {', '.join(allowed)}, "

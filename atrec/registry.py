@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from atrec.errors import AtrecError
-from atrec.names import expand
+from atrec.names import did_you_mean, expand
 
 BUILT_IN = "built-in"
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")  # "1bit-mc" starts with a digit
@@ -164,7 +164,7 @@ class Registry:
         if name in self.problems:
             raise AtrecError(self.problems[name])
         raise AtrecError(f"unknown {self.kind} '{name}': choose from {', '.join(self.names())}"
-                         f" ('atrec methods' lists them)")
+                         f" ('atrec methods' lists them){did_you_mean(name, self.names())}")
 
     def expand(self, values, allowed: tuple[str, ...] | None = None,
                every: tuple[str, ...] | None = None) -> list[str]:

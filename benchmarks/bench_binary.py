@@ -5,7 +5,7 @@
 
 A case ``<data>:<method>`` times the whole command
 
-    atrec train --protocol binary-icde24 --params reference --method <method> --dataset <d> --seeds 20
+    atrec train --protocol binary-icde24 --params reference --method <method> --dataset <d> --seeds 20 --without-at
 
 in a fresh process with an empty results folder (so nothing is reused): start-up, data loading
 and tracing included. Each case has its own compilation cache (``ATREC_COMPILE_CACHE``), empty
@@ -98,7 +98,7 @@ def _train(dataset: str, method: str, params: str, new) -> tuple:
     ``None`` and ``run`` the one compiling run."""
     argv = [sys.executable, "-m", "atrec", "train", "--protocol", "binary-icde24",
             "--params", params, "--method", method, "--dataset", dataset,
-            "--seeds", str(SEEDS), "--quiet"]
+            "--seeds", str(SEEDS), "--quiet", "--without-at"]
     cache = new("xla")
 
     def once():

@@ -7,12 +7,19 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import data_sources
 import numpy as np
 import pytest
 from run_groups import suite_environment
 
 # before atrec is imported: it chooses its compilation cache then (tests/run_groups.py says why)
 os.environ.update(suite_environment())
+# Where the real Coat and ML-100K copies are (tests/data_sources.py), found before the data
+# folder below replaces the user's (make reproduce installs them there)
+_SOURCES = {name: data_sources.find(name) for name in data_sources.DATASETS}
+# ... and then the source variables go, as the folders below: a test that needs one sets its own
+for _name in (*data_sources.DATASETS, "yahoo"):
+    os.environ.pop(data_sources.source_env(_name), None)
 # Data and results folders of the test process's own, whatever the checkout or the user's
 # environment holds: after `make reproduce` the checkout's data/ and results/ hold real
 # datasets and records, and a test that fell back to them (the report header reads the
@@ -30,8 +37,40 @@ from atrec.runtime import gcfreeze  # noqa: E402
 # the suite's tracing-heavy tests ran about 7% faster
 gcfreeze.request()
 
-SHARED = Path(os.environ.get("ATREC_SHARED_DATA")
-              or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def _assemble_shared(folder: Path) -> Path:
+    """One folder holding ``coat/`` and ``ml-100k/`` as found (:data:`_SOURCES`): a link to a
+    found folder, or the needed files copied out of a found archive or file (atrec's own
+    staging, :func:`atrec.data.sources.stage_from_source`), beside the checksum list of the
+    shared copies where there is one."""
+    from atrec.data.catalogue import get_spec
+    from atrec.data.sources import stage_from_source
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, found in _SOURCES.items():
+        if found is None:
+            continue
+        if found.is_dir():
+            (folder / name).symlink_to(found.resolve(), target_is_directory=True)
+        else:
+            (folder / name).mkdir()
+            stage_from_source(get_spec(name), found, folder / name)
+        sums = found.resolve().parent / "SHA256SUMS"
+        if found.is_dir() and sums.is_file() and not (folder / "SHA256SUMS").exists():
+            (folder / "SHA256SUMS").symlink_to(sums)
+    return folder
+
+
+SHARED = _assemble_shared(_FOLDERS / "shared")
+"""The real copies (module ``data_sources``): ``SHARED / "coat"``, ``SHARED / "ml-100k"``."""
+
+
+def pytest_configure(config):
+    """Stop before any test, in one line, when a real copy is found nowhere."""
+    lacking = [name for name, found in _SOURCES.items() if found is None]
+    if lacking:
+        raise pytest.UsageError(data_sources.missing_line(lacking))
 
 
 def _install_shared(name: str, tmp_path_factory) -> RatingData:

@@ -32,6 +32,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+import data_sources
+
 ROOT = Path(__file__).resolve().parent.parent
 NO_TESTS_COLLECTED = 5      # pytest's exit code when a group has nothing to run
 COMPILE_CACHE = ROOT / ".pytest_cache" / "atrec-xla"
@@ -115,6 +117,10 @@ def run_all(found: list[list[str]], argv: list[str], env: dict, width: int) -> l
 
 def main(argv: list[str]) -> int:
     width = jobs()
+    lacking = data_sources.missing()
+    if lacking:     # one line, not one per group
+        print(f"error: {data_sources.missing_line(lacking)}", file=sys.stderr)
+        return 2
     start = time.monotonic()
     results = run_all(groups(), argv, suite_environment(), width)
     print(f"\ntest groups (one pytest process each, {width} at a time):")

@@ -336,7 +336,7 @@ def test_more_uniform_pairs_than_the_data_have_is_one_line_and_writes_no_file(co
            "ATREC_COAT_SOURCE": None}
     result = CliRunner().invoke(main, ["train", "--protocol", "binary-icde24", "--method",
                                        "dr-bias", "--dataset", "coat", "--seeds", "1", "-q",
-                                       "--params", str(params)], env=env)
+                                       "--without-at", "--params", str(params)], env=env)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert result.stderr.strip() == (
         "error: dr-bias: an epoch takes 138,240 distinct pairs of all users x items (20 per "

@@ -12,7 +12,8 @@ import click
 
 from atrec._version import __version__
 from atrec.errors import AtrecError
-from atrec.methods.registry import method_class, registry_for
+from atrec.methods import registry as method_registry
+from atrec.methods.registry import method_class
 from atrec.names import TABLE_DATASETS, expand
 from atrec.propensity.registry import (
     PROPENSITIES,
@@ -99,8 +100,27 @@ def methods_option(default: str | None = "mf-ips", help: str = METHOD_HELP):
 
 def expand_methods(values, protocol: str | None = None) -> list[str]:
     """``--method`` values as registered method names (``all`` = every registered one) of the
-    methods ``protocol`` runs (a binary protocol's are its own)."""
-    return registry_for(protocol).expand(values)
+    methods ``protocol`` runs (a binary protocol's are its own; a name of the other view's is
+    one line naming its protocols)."""
+    return method_registry.expand_methods(values, protocol)
+
+
+def at_options(with_at: bool, without_at: bool) -> list[bool]:
+    """The AT settings ``--with-at`` / ``--without-at`` select, the same under every protocol:
+    one flag, its setting; both or neither, both (without AT first)."""
+    return [False, True] if with_at == without_at else [with_at]
+
+
+def at_notice(methods: list[str], ats: list[bool], protocol: str | None = None) -> None:
+    """One line naming the selected methods that cannot serve in AT under ``protocol`` when AT
+    is asked for: they run without AT only (:func:`atrec.methods.registry.at_skipped`)."""
+    alone = method_registry.at_skipped(methods, ats, protocol)
+    if alone and len(alone) < len(methods):
+        one = len(alone) == 1
+        what = ((f"{'it runs' if one else 'they run'} without AT only") if False in ats else
+                f"{'it is' if one else 'they are'} left out (only --with-at was given)")
+        click.echo(f"note: {', '.join(alone)} cannot serve in AT (as A1 and A2) under protocol "
+                   f"'{protocol}': {what}", err=True)
 
 
 def one_method(values) -> str:
@@ -128,11 +148,18 @@ def propensity_notice(methods: list[str], protocol: str | None = None) -> None:
     if ctx.get_parameter_source("propensities") in (ParameterSource.DEFAULT, None):
         return
     unused = [m for m in methods if not method_class(m, protocol).uses_propensity]
-    if unused:
-        given = ",".join(ctx.params["propensities"])
-        click.echo(f"note: {', '.join(unused)} use{'s' if len(unused) == 1 else ''} no "
+    given = ",".join(ctx.params["propensities"])
+    own = [m for m in unused if getattr(method_class(m, protocol), "own_propensity", False)]
+    none = [m for m in unused if m not in own]
+    if own:
+        click.echo(f"note: {', '.join(own)} weight{'s' if len(own) == 1 else ''} by "
+                   f"{'its' if len(own) == 1 else 'their'} own propensity (learned in the run): "
+                   f"--propensity {given} does not apply to {'it' if len(own) == 1 else 'them'}"
+                   f" (trained once)", err=True)
+    if none:
+        click.echo(f"note: {', '.join(none)} use{'s' if len(none) == 1 else ''} no "
                    f"propensity: --propensity {given} does not apply to "
-                   f"{'it' if len(unused) == 1 else 'them'} (trained once, unweighted)", err=True)
+                   f"{'it' if len(none) == 1 else 'them'} (trained once, unweighted)", err=True)
 
 
 def expand_propensities(values) -> list[str]:

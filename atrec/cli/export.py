@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from atrec.cli.app import echo_notes, friendly_errors, main, protocol_option, protocol_root
+from atrec.cli.app import check_protocol, echo_notes, friendly_errors, main, protocol_option
 from atrec.reporting.export import export_runs
 
 
@@ -35,13 +35,14 @@ def _split(values) -> list[str] | None:
 @protocol_option
 @friendly_errors
 def export_command(fmt, datasets, methods, params, output, protocol) -> None:
-    """Export every run as one row (dataset, method, propensity, AT, params, seed): its
-    metrics, one column per hyperparameter, the protocol variant and its provenance.
+    """Export every run as one row (protocol, dataset, method, propensity, AT, params, seed):
+    its metrics, one column per hyperparameter, the protocol variant and its provenance.
 
-    The same table as atrec.load_runs() in Python; records are read from <results>/runs.
+    The same table as atrec.load_runs(protocol=...) in Python; records are read from
+    <results>/runs (another protocol's from <results>/protocols/<name>/runs).
     """
-    text, n = export_runs(fmt, output, protocol_root(protocol), _split(datasets),
-                          _split(methods), _split(params))
+    text, n = export_runs(fmt, output, None, _split(datasets), _split(methods), _split(params),
+                          check_protocol(protocol))
     if text is not None:
         click.echo(text, nl=False)
     else:

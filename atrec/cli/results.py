@@ -10,6 +10,7 @@ import click
 
 from atrec.cli.app import (
     FORMATS,
+    check_protocol,
     echo_notes,
     expand_methods,
     friendly_errors,
@@ -43,8 +44,9 @@ def _protocol_sets(protocol: str) -> str:
 @click.option("--dataset", "datasets", multiple=True,
               help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
 @click.option("--table", type=click.Choice(("paper", "benchmark", "protocol-gap")),
-              default="paper", show_default=True,
-              help="paper: Table 1's layout for one method (with tests, claims, figures); "
+              default=None,
+              help="Default: paper under saito2020, benchmark under any other protocol. "
+                   "paper: Table 1's layout for one method (with tests, claims, figures); "
                    "benchmark: every method x propensity, w/o and w/ AT, with paired tests "
                    "against MF-IPS (Holm; MF under a binary protocol); protocol-gap: each "
                    "binary method's metrics and ranks under binary-icde24 beside "
@@ -86,6 +88,8 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
+    if table is None:     # the protocol's own table: the paper's Table 1 exists for saito2020
+        table = "paper" if get_protocol(check_protocol(protocol)).is_default else "benchmark"
     if table == "protocol-gap":
         if figures:
             require_writable("results")
@@ -146,7 +150,8 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
     """Regression gate: compare your results with the published Table 1 and the paper's claims.
 
     Exit code 0 only when every selected cell is within tolerance and every gating claim holds;
-    4 otherwise (tolerances and gating claims: see 'atrec.reporting.check').
+    4 otherwise (tolerances and gating claims: see 'atrec.reporting.check'); 3 when there are
+    no results to check.
     """
     if protocol_root(protocol) is not None:
         raise AtrecError(f"protocol '{protocol}' has no published table to check against (the "

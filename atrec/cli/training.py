@@ -11,6 +11,8 @@ import click
 from atrec.cli.app import (
     FORMATS,
     TuneProgress,
+    at_notice,
+    at_options,
     check_protocol,
     echo_notes,
     expand_methods,
@@ -25,32 +27,32 @@ from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
-from atrec.names import DEFAULT_PROTOCOL, TABLE_DATASETS, expand
+from atrec.names import TABLE_DATASETS, expand
 from atrec.paths import require_writable
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
-from atrec.results.params import DEFAULT_PARAMS, tuned_params_path
+from atrec.results.params import default_params, tuned_params_path
 from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
-from atrec.tuning.configs import START_PARAMS, check_start
+from atrec.tuning.configs import check_start
+from atrec.tuning.export import kept_notes
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
                    batch_seed, loss, download, protocol, **_output_and_scheduler):
     chosen = get_protocol(check_protocol(protocol))
-    at_options = [False, True] if with_at == without_at else [with_at]
-    propensity_notice(expand_methods(methods, chosen.name), chosen.name)
-    if chosen.view == "binary" and not (with_at or without_at):
-        at_options = [False]   # a binary protocol trains methods alone unless --with-at asks
+    names = expand_methods(methods, chosen.name)
+    ats = at_options(with_at, without_at)
+    propensity_notice(names, chosen.name)
+    at_notice(names, ats, chosen.name)
     return TrainRequest(
         datasets=expand(datasets, TABLE_DATASETS, "dataset"),
         propensities=expand_propensities(propensities),
-        at_options=at_options, seeds=parse_seeds(seeds),
-        params=params or (DEFAULT_PARAMS if chosen.name == DEFAULT_PROTOCOL
-                          else ",".join(chosen.param_sets)), force=force,
+        at_options=ats, seeds=parse_seeds(seeds),
+        params=params or default_params(chosen.name), force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
-        download=download, methods=expand_methods(methods, chosen.name), protocol=chosen.name)
+        download=download, methods=names, protocol=chosen.name)
 
 
 def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
@@ -100,11 +102,13 @@ def run_command(**options) -> None:
 @click.option("--storage", default=None,
               help="Optuna storage URL shared by workers (sqlite:///..., postgresql://...). "
                    "Default: sqlite:///<results>/optuna.db.")
-@click.option("--params", "start", default=START_PARAMS, show_default=True,
+@click.option("--params", "start", default=None,
               help="The sets a new study's first trial is taken from: the first, of those "
                    "comma-separated, that has the configuration's values (with AT and none, its "
                    "values without AT, epsilon sampled), so the best found is never worse on "
-                   "the objective than what 'atrec train' would use; 'none': the sampler alone.")
+                   "the objective than what 'atrec train' would use; 'none': the sampler alone. "
+                   "Default: the sets 'atrec train' reads under --protocol, less tuned "
+                   "(saito2020: published,tuned-atrec,reference).")
 @click.option("--study-prefix", default="atrec", show_default=True,
               help="Studies are named <prefix>-<dataset>-[<method>/]<propensity>[-at].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -116,22 +120,28 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
 
     One study per dataset, method, propensity and with/without AT (search space: the method's
     hyperparameters, 'atrec methods' lists them); objective: the lowest validation
-    loss of one run on the seed-12345 split. Rerun to resume a killed study. Start the same
+    loss of one run on the seed-12345 split (binary-icde24, which has no validation part: the
+    last epoch's training loss). A study's best replaces a tuned entry only when it is no
+    worse. Rerun to resume a killed study. Start the same
     command in several processes (or on several machines with one --storage) to share the
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at
     """
     protocol = check_protocol(protocol)
-    propensity_notice(expand_methods(methods, protocol), protocol)
-    binary = get_protocol(protocol).view == "binary"
+    names = expand_methods(methods, protocol)
+    ats = at_options(with_at, without_at)
+    propensity_notice(names, protocol)
+    at_notice(names, ats, protocol)
     request = TuneRequest(
         datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
-        at_options=((False,) if binary and not (with_at or without_at) else
-                    (False, True) if with_at == without_at else (with_at,)),
-        trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(expand_methods(methods, protocol)), protocol=protocol,
-        start=check_start(start))
+        at_options=tuple(ats), trials=trials, storage=storage, study_prefix=study_prefix,
+        methods=tuple(names), protocol=protocol, start=check_start(start, protocol))
+    chosen = get_protocol(protocol)
+    if not chosen.has_validation and not quiet:
+        echo_notes([f"protocol '{protocol}' has no validation split: each trial's objective "
+                    f"is its last epoch's training loss, so the values fit the "
+                    f"training data (binary-clean tunes on a validation part)"])
     require_writable("results")  # the default storage and the tuned parameter file live there
     bars = TuneProgress(enabled=not quiet and sys.stderr.isatty())
     try:
@@ -139,8 +149,11 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
                         notice=None if quiet else functools.partial(click.echo, err=True))
     finally:
         bars.close()
-    click.echo(render(tune_rows(outcomes, numeric=fmt in ("csv", "json")), fmt,
-                      numparse=False))
+    objective = "best val loss" if chosen.has_validation else "best train loss"
+    click.echo(render(tune_rows(outcomes, numeric=fmt in ("csv", "json"), objective=objective),
+                      fmt, numparse=False))
+    path = tuned_params_path(request.protocol)
+    echo_notes(kept_notes(outcomes, path))
     if not quiet:
-        echo_notes([f"best parameters merged into {tuned_params_path(request.protocol)} "
-                    f"(use --params tuned)"])
+        echo_notes([f"best parameters merged into {path} (use --params tuned"
+                    f"{'' if chosen.is_default else ' --protocol ' + protocol})"])

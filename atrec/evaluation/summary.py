@@ -29,7 +29,14 @@ from atrec.errors import AtrecError
 from atrec.evaluation.registry import METRICS as METRIC_REGISTRY
 from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.methods.registry import base_method
-from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TABLE_DATASETS, TRACE_NAMES  # noqa: F401
+from atrec.names import (  # noqa: F401
+    DEFAULT_METHOD,
+    DEFAULT_PROTOCOL,
+    LOWER_IS_BETTER,
+    METRICS,
+    TABLE_DATASETS,
+    TRACE_NAMES,
+)
 from atrec.propensity.registry import propensity_order
 from atrec.results.params import NAMED_SETS, PUBLISHED
 from atrec.results.records import iter_records, params_label, record_label
@@ -207,6 +214,14 @@ def _describe(record: dict) -> str:
             f"{' with AT' if record.get('with_at') else ''} seed {record.get('seed')}")
 
 
+def _train_again(record: dict) -> str:
+    """``'atrec train'`` with the ``--protocol`` the record was made under, if not the default."""
+    block = record.get("protocol")
+    name = block.get("name") if isinstance(block, dict) else None
+    return ("'atrec train'" if name in (None, DEFAULT_PROTOCOL)
+            else f"'atrec train --protocol {name}'")
+
+
 def _check_record(record: dict) -> None:
     if not isinstance(record, dict):
         raise AtrecError("a result record is not a JSON object: delete the files under "
@@ -215,11 +230,11 @@ def _check_record(record: dict) -> None:
         if key not in record:
             raise AtrecError(
                 f"result record of {_describe(record)} lacks {key!r}: delete it and rerun "
-                f"'atrec train' to recompute it"
+                f"{_train_again(record)} to recompute it"
             )
     if not isinstance(record["metrics"], dict):
         raise AtrecError(f"result record of {_describe(record)} has malformed 'metrics': delete "
-                         f"it and rerun 'atrec train' to recompute it")
+                         f"it and rerun {_train_again(record)} to recompute it")
 
 
 def summarize(records: Iterable[dict], params: str = PUBLISHED,

@@ -35,6 +35,7 @@ from atrec.experiments.plan import TrainRequest, plan_request
 from atrec.experiments.progress import StageProgress
 from atrec.experiments.runner import ConfigOutcome, ConfigPlan, compute_group
 from atrec.results.records import provenance
+from atrec.runtime.tfquiet import LOG_LEVEL_ENV, QUIET_LOG_LEVEL
 
 CONNECT_TIMEOUT_S = 10   # how long to try reaching a scheduler before saying what to do
 WORKER_WAIT_S = 120      # how long to wait for a first worker to join a scheduler without any
@@ -149,12 +150,14 @@ def connect(scheduler: str) -> Iterator[object]:
     n_local, address = check_scheduler(scheduler)
     with contextlib.ExitStack() as stack:
         if n_local is not None:
-            # TensorFlow's start-up notices would interleave with the progress lines; Dask's
-            # own warnings about slow worker shutdowns at the end are noise here
+            # TensorFlow's notices (its start-up lines, the compilation cache's "machine type"
+            # and parse lines, logged as errors) would interleave with the progress lines: the
+            # workers log at this process's level (atrec's 3, fatal only, unless the user set
+            # one); Dask's own warnings about slow worker shutdowns at the end are noise here
             cluster = stack.enter_context(distributed.LocalCluster(
                 n_workers=n_local, threads_per_worker=1, processes=True, host="127.0.0.1",
                 dashboard_address=None, silence_logs=logging.ERROR,
-                env={"TF_CPP_MIN_LOG_LEVEL": "2"}))
+                env={LOG_LEVEL_ENV: os.environ.get(LOG_LEVEL_ENV, QUIET_LOG_LEVEL)}))
             address = cluster.scheduler_address
         else:
             _probe(distributed, address, scheduler)

@@ -88,5 +88,7 @@ class StageProgress:
         parts = [f"{self.configs_done} of {self.configs} configurations done"]
         parts += [f"{n} seed(s) of {name} saved" for name, n in self.partial.items()]
         left = max(0, self.seeds - self.trained - self.reused_seeds)
+        if not left:    # stopped after its last seed was saved: nothing to resume
+            return ", ".join(parts) + f"; all {self.seeds} seeds saved: nothing left to resume"
         return (", ".join(parts) + f"; {left} of {self.seeds} seeds left: run the same command "
                 f"again to resume them")

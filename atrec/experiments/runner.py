@@ -33,7 +33,7 @@ from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.binary.at import fit_binary_at
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
-from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
 from atrec.protocol import TUNING_SEED
 from atrec.protocols import get_protocol
 from atrec.results.params import HyperParams
@@ -254,8 +254,13 @@ class ConfigPlan:
 
     @property
     def name(self) -> str:
-        """``dataset key`` (``coat item-at``), as progress lines and messages name it."""
-        return f"{self.spec.dataset} {self.spec.key}"
+        """``dataset key`` (``coat item-at``), as progress lines and messages name it. MF-IPS's
+        key names no method (``item``); without a propensity (the binary protocols' IPS) that
+        would leave ``none``, so the method is named there: ``coat mf-ips/none``."""
+        key = self.spec.key
+        if self.spec.propensity == NO_PROPENSITY and "/" not in key:
+            key = f"{self.spec.method}/{key}"
+        return f"{self.spec.dataset} {key}"
 
     def _path(self, seed: int) -> Path:
         return record_path(self.spec.dataset, self.spec.key, self.spec.label, seed, self.root)

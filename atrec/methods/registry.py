@@ -16,7 +16,7 @@ from atrec.methods.ijcai_dr import IJCAIDR
 from atrec.methods.mf_ips import MFIPS
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, NO_PROPENSITY
 from atrec.propensity.registry import applies_to
-from atrec.protocols import get_protocol
+from atrec.protocols import PROTOCOLS, get_protocol
 from atrec.registry import Registry
 
 AT_SUFFIX = "+at"
@@ -51,8 +51,34 @@ def registry_for(protocol: str | None = None) -> Registry:
 
 
 def method_class(name: str, protocol: str | None = None) -> type:
-    """The class registered as ``name`` for ``protocol`` (:func:`registry_for`)."""
+    """The class registered as ``name`` for ``protocol`` (:func:`registry_for`); a name that
+    only the other view's protocols run is one line saying which."""
+    _refuse_other_view([name], protocol)
     return registry_for(protocol).get(name)
+
+
+def expand_methods(values, protocol: str | None = None) -> list[str]:
+    """``--method`` values as the registered names of the methods ``protocol`` runs (``all``:
+    every one); a name that only the other view's protocols run is one line saying which."""
+    _refuse_other_view([p.strip().lower() for v in values for p in str(v).split(",")],
+                       protocol)
+    return registry_for(protocol).expand(values)
+
+
+def _refuse_other_view(names, protocol: str | None) -> None:
+    """One-line :class:`AtrecError` for the first of ``names`` that is not a method of
+    ``protocol`` but is one of the protocols of the other view (``dt-ips`` under
+    ``saito2020``: a binary method)."""
+    own = registry_for(protocol)
+    other = METHODS if own is BINARY_METHODS else BINARY_METHODS
+    for name in names:
+        if name and name != "all" and name not in own.names() and name in other.names():
+            where = [p for p in PROTOCOLS.names() if registry_for(p) is other]
+            kind = ("a binary method" if other is BINARY_METHODS
+                    else "a method of the 1-5 star protocols")
+            raise AtrecError(f"unknown {own.kind} '{name}' under protocol "
+                             f"'{protocol or DEFAULT_PROTOCOL}': it is {kind}; give --protocol "
+                             f"{' or '.join(where)} ('atrec methods' lists each protocol's)")
 
 
 def get_method(name: str, protocol: str | None = None) -> Method:
@@ -101,7 +127,8 @@ def configurations(methods, propensities, at_options, dataset: str | None = None
     (one slot, :data:`~atrec.names.NO_PROPENSITY`, for a method that uses none), each with the
     selected AT options. Shared by ``atrec train`` and ``atrec tune``.
 
-    With ``dataset``, estimators that do not apply to it (``coat-shipped`` outside Coat, say)
+    A method that cannot serve in AT (:func:`at_skipped`) gets its configurations without AT
+    only. With ``dataset``, estimators that do not apply to it (``coat-shipped`` outside Coat, say)
     are left out, so ``--propensity all`` means every one that applies; when none of those
     asked for applies, a one-line :class:`AtrecError` says which datasets they support.
     """
@@ -112,15 +139,25 @@ def configurations(methods, propensities, at_options, dataset: str | None = None
                          f"({', '.join(propensities)}): choose others ('atrec methods' says "
                          f"which datasets each supports)")
     out = []
-    if True in at_options:
-        alone = [m for m in methods if not method_class(m, protocol).serves_in_at]
-        if alone:
-            raise AtrecError(f"{', '.join(alone)} cannot serve in AT (as A1 and A2) under "
-                             f"protocol '{protocol or DEFAULT_PROTOCOL}': run "
-                             f"{'it' if len(alone) == 1 else 'them'} with --without-at "
-                             f"('atrec methods' says which methods can)")
+    alone = at_skipped(methods, at_options, protocol)
+    if alone and len(alone) == len(methods) and list(at_options) == [True]:
+        raise AtrecError(f"{', '.join(alone)} cannot serve in AT (as A1 and A2) under "
+                         f"protocol '{protocol or DEFAULT_PROTOCOL}': run "
+                         f"{'it' if len(alone) == 1 else 'them'} with --without-at "
+                         f"('atrec methods' says which methods can)")
     for name in methods:
         uses = method_class(name, protocol).uses_propensity
+        options = [a for a in at_options if not (a and name in alone)]
         for propensity in (usable if uses else [NO_PROPENSITY]):
-            out.extend((name, propensity, a) for a in at_options)
+            out.extend((name, propensity, a) for a in options)
     return out
+
+
+def at_skipped(methods, at_options, protocol: str | None = None) -> list[str]:
+    """The selected methods that cannot serve in AT under ``protocol`` when AT is asked for:
+    :func:`configurations` runs them without AT only (or not at all when only AT was asked
+    for), and the commands say so in a note; only when every selected method is one of them
+    and only AT was asked for is the selection refused."""
+    if True not in at_options:
+        return []
+    return [m for m in methods if not method_class(m, protocol).serves_in_at]

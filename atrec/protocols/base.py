@@ -105,6 +105,9 @@ class Protocol:
     seeds: ClassVar[int] = 20
     # how each seed splits the data, in words (records and 'atrec methods')
     split_description: ClassVar[str] = ""
+    # whether each seed's split holds a validation part: tuning's objective is the lowest
+    # validation loss where it does, the last epoch's training loss where it does not
+    has_validation: ClassVar[bool] = True
 
     def split(self, data: RatingData, seed: int) -> Split:  # pragma: no cover - abstract
         """The split seed ``seed`` trains and is measured on."""

@@ -112,6 +112,7 @@ class BinaryICDE24(_Binary):
     selection = "none: the last epoch (the reference code's stopping rule on the training loss)"
     param_sets = ("reference", "tuned")
     seeds = 10
+    has_validation = False
     split_description = ("all MNAR ratings to train, all MCAR to test; the leaking methods' 5% "
                          "slice drawn per seed and left in the test set; Yahoo ids 1-based")
     epochs = EpochSettings(stopping="reference", forms="reference")

@@ -257,7 +257,7 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
         shown = tuple(sorted(shown, key=dataset_order))
     if not any(summaries[m].has_results(d) for m in chosen for d in shown):
         empty = replace(summaries[baseline], datasets=tuple(datasets or ()))
-        raise no_results_error(empty, root, exit_code=3)
+        raise no_results_error(empty, root, exit_code=3, protocol=protocol)
     used = {p for m in chosen for p in seen.get(m, set())} - {NO_PROPENSITY}
     propensities = sorted({*table1_propensities(), *used},
                           key=lambda p: (propensity_order(p), p))

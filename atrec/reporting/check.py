@@ -58,6 +58,7 @@ from atrec.reporting.tables import FORMATS, render
 from atrec.results.params import DEFAULT_PARAMS
 
 EXIT_FAILED = 4
+EXIT_MISSING = 3    # no results to check (atrec.errors: data missing)
 GATING_CLAIMS = (1, 2, 3)
 PASS, FAIL = "pass", "FAIL"
 
@@ -210,12 +211,13 @@ def check(records_root: Path | None = None, datasets: Sequence[str] | None = Non
     with results (default: the chain train reads, whose MF-IPS values are the published ones). ``tolerances`` overrides :data:`DEFAULT_TOLERANCES` per metric.
     A cell without results fails with the command that produces it, unless ``allow_missing``.
     ``method``: whose results are compared (default MF-IPS, the method of the paper's table).
-    Raises :class:`AtrecError` (exit code 4) when there are no results at all.
+    Raises :class:`AtrecError` (exit code 3, results missing, as every command that reads them)
+    when there are no results at all: nothing was checked, so nothing failed.
     """
     tol = dict(DEFAULT_TOLERANCES)
     tol.update(tolerances or {})
     summary = table_summary(records_root, datasets, params_label, expected_seeds,
-                            exit_code=EXIT_FAILED, method=method)
+                            exit_code=EXIT_MISSING, method=method)
     published = paper_table()
     cells = tuple(
         _check_cell(d, p, at, m, published[(d, p, at)][m], summary.cell(d, p, at, m), tol[m],

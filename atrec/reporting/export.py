@@ -1,9 +1,10 @@
 """A tidy table of every run, for people's own analysis: :func:`load_runs` and ``atrec export``.
 
-One row per result record, i.e. per (dataset, method, propensity, AT, parameter set, protocol
-variant, seed). Columns, in this order:
+One row per result record, i.e. per (protocol, dataset, method, propensity, AT, parameter set,
+protocol variant, seed). Columns, in this order:
 
-* the run: ``dataset``, ``method`` (the base method; records made before methods were named are
+* the run: ``protocol`` (``saito2020``, ``ijcai2022``, ``binary-icde24``, ...: the one whose
+  results folder was read, as the record names it), ``dataset``, ``method`` (the base method; records made before methods were named are
   ``mf-ips``), ``propensity``, ``with_at``, ``params`` (``published``, ``tuned``,
   ``file-<hash>``), ``params_source``, ``variant`` (the protocol variant: ``default`` for the
   authors' protocol, else e.g. ``ips``, ``per-seed``), ``seed``, ``model_seed``, ``batch_seed``;
@@ -35,10 +36,10 @@ from atrec.fileio import atomic_write, atomic_write_text
 from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_PROTOCOL, METRICS
 from atrec.paths import require_parent, results_dir
-from atrec.protocols.registry import record_protocol
+from atrec.protocols.registry import PROTOCOLS, get_protocol, record_protocol
 from atrec.results.records import iter_records, params_label
 
-RUN_COLUMNS = ("dataset", "method", "propensity", "with_at", "params", "params_source",
+RUN_COLUMNS = ("protocol", "dataset", "method", "propensity", "with_at", "params", "params_source",
                "variant", "seed", "model_seed", "batch_seed")
 SELECTION_COLUMNS = ("best_step", "best_val_loss")
 # the columns of saito2020's records (the default protocol's); another protocol's records add
@@ -108,7 +109,8 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
     for record in selected:
         metrics = record["metrics"]
         prov = record.get("provenance") or {}
-        row = {"dataset": record["dataset"], "method": base_method(record),
+        row = {"protocol": record_protocol(record),
+               "dataset": record["dataset"], "method": base_method(record),
                "propensity": record["propensity"], "with_at": record["with_at"],
                "params": params_label(str(record["params_source"])),
                "params_source": record["params_source"], "variant": _variant(record),
@@ -130,7 +132,8 @@ def run_rows(root: Path | None = None, datasets: Sequence[str] | None = None,
 
 
 def load_runs(root: Path | str | None = None, datasets: Sequence[str] | None = None,
-              methods: Sequence[str] | None = None, params: Sequence[str] | None = None):
+              methods: Sequence[str] | None = None, params: Sequence[str] | None = None,
+              protocol: str | None = None):
     """Every selected run as a pandas DataFrame, one row per record (module doc).
 
     Parameters
@@ -139,6 +142,10 @@ def load_runs(root: Path | str | None = None, datasets: Sequence[str] | None = N
         The results folder (default ``./results`` or ``$ATREC_RESULTS_DIR``).
     datasets, methods, params : sequence of str or str, optional
         Names to keep (default: everything); a single string is a one-element list.
+    protocol : str, optional
+        Whose runs: ``saito2020`` (the default) reads ``root`` itself, any other registered
+        protocol its own folder under it, ``<root>/protocols/<name>``
+        (:meth:`atrec.protocols.Protocol.results_root`), as ``--protocol`` does.
 
     Returns
     -------
@@ -147,10 +154,21 @@ def load_runs(root: Path | str | None = None, datasets: Sequence[str] | None = N
     """
     import pandas as pd  # heavy, and only for a frame: import atrec must not load it
 
-    rows, columns = run_rows(None if root is None else Path(root), _names(datasets),
+    rows, columns = run_rows(protocol_folder(root, protocol), _names(datasets),
                              _names(methods), _names(params))
     frame = pd.DataFrame(rows, columns=columns)
     return frame.reset_index(drop=True)
+
+
+def protocol_folder(root: Path | str | None, protocol: str | None) -> Path | None:
+    """The folder of ``protocol``'s records under the results folder ``root`` (``None``:
+    atrec's), ``root`` itself for the default protocol (one-line error for an unknown name)."""
+    if protocol is None:
+        return None if root is None else Path(root)
+    proto = get_protocol(PROTOCOLS.entry(str(protocol).strip().lower()).name)
+    if proto.is_default:
+        return None if root is None else Path(root)
+    return proto.results_root(None if root is None else Path(root))
 
 
 def _names(values) -> list[str] | None:
@@ -173,7 +191,8 @@ def require_parquet() -> None:
 
 def export_runs(fmt: str, output: Path | None, root: Path | None = None,
                 datasets: Sequence[str] | None = None, methods: Sequence[str] | None = None,
-                params: Sequence[str] | None = None) -> tuple[str | None, int]:
+                params: Sequence[str] | None = None,
+                protocol: str | None = None) -> tuple[str | None, int]:
     """Write the selected runs to a file, atomically (:mod:`atrec.fileio`).
 
     Parameters
@@ -182,7 +201,7 @@ def export_runs(fmt: str, output: Path | None, root: Path | None = None,
         ``csv`` or ``parquet``.
     output : pathlib.Path or None
         The file; None with CSV returns the text instead (for standard output).
-    root, datasets, methods, params
+    root, datasets, methods, params, protocol
         The selection, as in :func:`load_runs`.
 
     Returns
@@ -207,9 +226,10 @@ def export_runs(fmt: str, output: Path | None, root: Path | None = None,
                              exit_code=2)
     if output is not None:
         require_parent(output, "--output")   # before reading any record
-    frame = load_runs(root, datasets, methods, params)
+    frame = load_runs(root, datasets, methods, params, protocol)
     if frame.empty:
-        raise AtrecError(_empty_message(root, datasets, methods, params), exit_code=3)
+        raise AtrecError(_empty_message(protocol_folder(root, protocol), datasets, methods,
+                                        params, protocol), exit_code=3)
     if fmt == "csv" and output is None:
         return frame.to_csv(index=False), len(frame)
     try:
@@ -223,7 +243,7 @@ def export_runs(fmt: str, output: Path | None, root: Path | None = None,
     return None, len(frame)
 
 
-def _empty_message(root, datasets, methods, params) -> str:
+def _empty_message(root, datasets, methods, params, protocol=None) -> str:
     where = (results_dir() if root is None else Path(root)) / "runs"
     asked = [f"{what} {', '.join(v)}" for what, v in (("dataset", datasets), ("method", methods),
                                                       ("params", params)) if v]
@@ -236,4 +256,5 @@ def _empty_message(root, datasets, methods, params) -> str:
                     f"{', '.join(sorted({r['dataset'] for r in present}))}; methods "
                     f"{', '.join(sorted({r['method'] for r in present}))}; params "
                     f"{', '.join(sorted({r['params'] for r in present}))})")
-    return f"no result records{scope} under {where}{hint}: run 'atrec train' first"
+    flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
+    return f"no result records{scope} under {where}{hint}: run 'atrec train{flag}' first"

@@ -77,7 +77,7 @@ def figure1(stats: Sequence[dict]) -> Figure:
     if not stats:
         raise ValueError("figure1 needs the statistics of at least one dataset")
     fig, axes = _new_figure(len(stats), ncols=len(stats))
-    fig.suptitle("Figure 1: rating distributions, train (MNAR) vs test (MCAR)")
+    _suptitle(fig, "Figure 1: rating distributions, train (MNAR) vs test (MCAR)")
     ratings = np.arange(1, 6)
     for ax, st in zip(axes, stats):
         ax.bar(ratings - 0.2, st["train_shares"], width=0.4, label="train (MNAR)")

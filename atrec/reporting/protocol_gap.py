@@ -260,31 +260,60 @@ def _legend(gap: Gap, fmt: str) -> str:
     return f"% {text}" if fmt == "latex" else text
 
 
+ROW_INCHES = 0.22     # the gap figure's height per method: one tick label per row, never two
+
+
 def gap_figure(gap: Gap):
-    """Rank under ``binary-icde24`` (x) against rank under ``binary-clean`` (y), one panel
-    per ranked metric, rank 1 at the top left; a point below the diagonal loses places
-    under the clean protocol, one above it gains them."""
-    fig, axes = _new_figure(2, ncols=2, panel_size=(4.0, 4.0))
-    _suptitle(fig, f"Protocol gap on {gap.dataset_label}: rank under "
-                   f"{REFERENCE_PROTOCOL} vs {CLEAN_PROTOCOL} (1 = best)")
-    n = max(len(gap.methods), 1)
+    """Each method's rank under ``binary-icde24`` (open circle) and under ``binary-clean``
+    (filled circle), joined, one row per method and one panel per ranked metric (1 = best, at
+    the left). Rows are ordered by the rank under ``binary-clean`` by AUC, so the methods that
+    hold their place read down a straight line and the long segments are the ones the protocol
+    moves. The figure grows by :data:`ROW_INCHES` per method, so each name has its own row at
+    any number of methods; the x axis has at most nine integer ticks; colour says whether a
+    method reads MCAR labels (``†``), and a legend under the panels says what each mark is."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    methods = [m for m in gap.methods
+               if any(gap.rank(p, m, RANKED[p][0]) is not None for p in GAP_PROTOCOLS)]
+    far = len(gap.methods) + 1
+
+    def order(method):
+        clean, ref = RANKED[CLEAN_PROTOCOL][0], RANKED[REFERENCE_PROTOCOL][0]
+        return (gap.rank(CLEAN_PROTOCOL, method, clean) or far,
+                gap.rank(REFERENCE_PROTOCOL, method, ref) or far, method)
+
+    methods.sort(key=order)
+    n = max(len(methods), 1)
+    fig, axes = _new_figure(2, ncols=2, panel_size=(4.4, 1.4 + ROW_INCHES * n))
+    _suptitle(fig, f"Protocol gap on {gap.dataset_label}: rank of each method under "
+                   f"{REFERENCE_PROTOCOL} and {CLEAN_PROTOCOL} (1 = best)")
     for k, ax in enumerate(axes):
         ref, clean = RANKED[REFERENCE_PROTOCOL][k], RANKED[CLEAN_PROTOCOL][k]
-        ax.plot([0.5, n + 0.5], [0.5, n + 0.5], color="grey", linewidth=0.8, linestyle="--")
-        for method in gap.methods:
+        for row, method in enumerate(methods):
+            colour = "C3" if gap.uses_mcar(method) else "C0"
             x = gap.rank(REFERENCE_PROTOCOL, method, ref)
             y = gap.rank(CLEAN_PROTOCOL, method, clean)
-            if x is None or y is None:
-                continue
-            ax.scatter([x], [y], color="C3" if gap.uses_mcar(method) else "C0")
-            ax.annotate(gap.label(method), (x, y), textcoords="offset points", xytext=(4, 4),
-                        fontsize=8)
-        ax.set_xlim(0.5, n + 0.5)
-        ax.set_ylim(n + 0.5, 0.5)       # rank 1 at the top left
-        ax.set_xticks(range(1, n + 1))
-        ax.set_yticks(range(1, n + 1))
-        ax.set_xlabel(f"rank by {metric_label(ref, 'standard')} ({REFERENCE_PROTOCOL})")
-        ax.set_ylabel(f"rank by {metric_label(clean, 'standard')} ({CLEAN_PROTOCOL})")
+            if x is not None and y is not None:
+                ax.plot([x, y], [row, row], color=colour, linewidth=1, alpha=0.5)
+            if x is not None:
+                ax.scatter([x], [row], s=22, facecolors="white", edgecolors=colour, zorder=3)
+            if y is not None:
+                ax.scatter([y], [row], s=22, color=colour, zorder=3)
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.set_yticks(range(len(methods)))
+        ax.set_yticklabels([gap.label(m) for m in methods] if k == 0 else [], fontsize=8)
+        ax.set_xlim(0.5, len(gap.methods) + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True, min_n_ticks=1))
+        ax.grid(axis="y", linewidth=0.3, alpha=0.4)
+        ax.set_title(f"by {metric_label(clean, 'standard')}")
+        ax.set_xlabel("rank (1 = best)")
+    marks = [Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+                    markeredgecolor="black", label=REFERENCE_PROTOCOL),
+             Line2D([], [], marker="o", linestyle="", color="black", label=CLEAN_PROTOCOL),
+             Line2D([], [], color="C0", label="reads no MCAR label"),
+             Line2D([], [], color="C3", label=f"reads MCAR labels ({MCAR_MARK})")]
+    fig.legend(handles=marks, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return fig
 
 

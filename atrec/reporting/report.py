@@ -27,7 +27,7 @@ from atrec.data.preprocess import load_processed
 from atrec.errors import AtrecError
 from atrec.evaluation.significance import significance_table
 from atrec.evaluation.summary import EXPECTED_SEEDS, Summary, load_summary
-from atrec.names import DEFAULT_METHOD, TABLE_DATASETS
+from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, TABLE_DATASETS
 from atrec.paths import results_dir
 from atrec.propensity.registry import propensity_label
 from atrec.reporting.claims import Claim, claims_text, evaluate_claims
@@ -98,15 +98,18 @@ def _format_sig_rows(tests: list, fmt: str) -> list[dict]:
     return rows
 
 
-def no_results_error(summary: Summary, root: Path | None, exit_code: int) -> AtrecError:
-    """The one-line error for "no results to report or check", naming other parameter sets."""
+def no_results_error(summary: Summary, root: Path | None, exit_code: int,
+                     protocol: str | None = None) -> AtrecError:
+    """The one-line error for "no results to report or check", naming other parameter sets and
+    the train command that makes them (under ``protocol`` when it is not the default)."""
     where = (results_dir() if root is None else root) / "runs"
     others = sorted({record_label(r) for r in iter_records(root)} - {summary.params})
     hint = f" (there are results for --params {', '.join(others)})" if others else ""
     scope = ", ".join(summary.datasets) if summary.datasets else "any dataset"
     method = "" if summary.method == DEFAULT_METHOD else f" and method '{summary.method}'"
-    train = ("'atrec train' (or 'make reproduce')" if not method else
-             f"'atrec train --method {summary.method}'")
+    flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
+    train = ("'atrec train' (or 'make reproduce')" if not method and not flag else
+             f"'atrec train{flag}{' --method ' + summary.method if method else ''}'")
     return AtrecError(f"no results for {scope} with params '{summary.params}'{method} under "
                       f"{where}{hint}: run {train} first", exit_code=exit_code)
 

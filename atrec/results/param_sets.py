@@ -21,6 +21,19 @@ NAMED_SETS = (PUBLISHED, TUNED, TUNED_ATREC, REFERENCE)
 # first set that has them. A protocol's sets have one home: its ``param_sets``.
 DEFAULT_CHAIN = get_protocol(DEFAULT_PROTOCOL).param_sets
 DEFAULT_PARAMS = ",".join(DEFAULT_CHAIN)
+
+
+def default_params(protocol: str = DEFAULT_PROTOCOL) -> str:
+    """The ``--params`` value that train and run read under ``protocol`` when none is given:
+    its ``param_sets``, comma-separated (:data:`DEFAULT_PARAMS` under the default protocol)."""
+    return ",".join(get_protocol(protocol).param_sets)
+
+
+def start_params(protocol: str = DEFAULT_PROTOCOL) -> str:
+    """The sets a new study's first trial is taken from under ``protocol`` when ``atrec tune``
+    is given no ``--params``: :func:`default_params` without ``tuned``, the set a study
+    writes, so a new study never depends on what an earlier one left in the results folder."""
+    return ",".join(s for s in get_protocol(protocol).param_sets if s != TUNED)
 # What each named set holds, in a few words (``--params``'s help and its error messages).
 SET_HELP = {
     PUBLISHED: "the paper's authors' tuned values; for another method, those it ships",

@@ -28,6 +28,8 @@ from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' na
     SHIPPED_FILES,
     TUNED,
     TUNED_ATREC,
+    default_params,
+    start_params,
 )
 from atrec.results.tune_hints import (  # noqa: F401  (re-exported)
     missing_values_error,
@@ -204,9 +206,10 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
                          f"configuration -> parameters, got {section!r:.60}; fix the file")
     entry = (section or {}).get(key)
     if entry is None:
+        flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
         raise AtrecError(
-            f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune') or "
-            f"add it to the parameter file"
+            f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune{flag}') "
+            f"or add it to the parameter file"
         )
     if not isinstance(entry, dict):
         raise AtrecError(f"bad parameters for {dataset}/{key} in {source_label}: the entry must "
@@ -303,10 +306,11 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
     return lookup(table, dataset, key, label, method, protocol), label
 
 
-def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
-                    protocol: str) -> tuple[HyperParams, str]:
-    """The first of ``sets`` with values for the configuration under ``protocol``; a set
-    without them (or a tuned file not made yet) is passed over, any other error stops."""
+def protocol_chain_lookup(sets, dataset: str, key: str, method: str,
+                          protocol: str) -> tuple[HyperParams, str] | None:
+    """``(params, label)`` from the first of ``sets`` with values for the configuration under
+    ``protocol`` (another than the default), ``None`` when none has them; a set without them (or
+    a tuned file not made yet) is passed over, any other error stops."""
     for source in sets:
         try:
             if Path(source).is_file():
@@ -316,9 +320,19 @@ def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
         except AtrecError as exc:
             if not str(exc).startswith(("no parameters for", "no tuned parameters at")):
                 raise
-    raise AtrecError(f"no parameters for {dataset}/{key} in {', '.join(sets)} under protocol "
-                     f"'{protocol}': run 'atrec tune --protocol {protocol} --method {method} "
-                     f"--dataset {dataset}' (its values then come from {TUNED})")
+    return None
+
+
+def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
+                    protocol: str) -> tuple[HyperParams, str]:
+    """The first of ``sets`` with values for the configuration under ``protocol``
+    (:func:`protocol_chain_lookup`), or the one-line error naming the tune command."""
+    found = protocol_chain_lookup(sets, dataset, key, method, protocol)
+    if found is None:
+        raise AtrecError(f"no parameters for {dataset}/{key} in {', '.join(sets)} under "
+                         f"protocol '{protocol}': run 'atrec tune --protocol {protocol} --method "
+                         f"{method} --dataset {dataset}' (its values then come from {TUNED})")
+    return found
 
 
 def _budget_table(name: str, protocol: str) -> tuple[dict, str]:

@@ -17,19 +17,19 @@ from pathlib import Path
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
-from atrec.methods.registry import configurations, method_class
+from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.protocols import get_protocol
 from atrec.results.params import (
-    DEFAULT_CHAIN,
     NAMED_SETS,
     REFERENCE,
-    TUNED,
     HyperParams,
     chain_lookup,
     chain_sets,
     load_param_table,
+    protocol_chain_lookup,
+    start_params,
     tuned_params_path,
 )
 from atrec.runtime import compiled
@@ -46,11 +46,12 @@ from atrec.tuning.study import (
     run_study,
 )
 
-# The sets a study's first trial is taken from, in order (``atrec tune --params``): the default
-# chain without ``tuned``, the set a study writes, so a new study never depends on what an
-# earlier one left in the results folder.
-START_SETS = tuple(s for s in DEFAULT_CHAIN if s != TUNED)
-START_PARAMS = ",".join(START_SETS)
+# The sets a study's first trial is taken from, in order (``atrec tune --params``), under the
+# default protocol: the chain train reads without ``tuned``, the set a study writes, so a new
+# study never depends on what an earlier one left in the results folder. Under another protocol
+# the same rule over its own sets (:func:`atrec.results.params.start_params`).
+START_PARAMS = start_params(DEFAULT_PROTOCOL)
+START_SETS = tuple(chain_sets(START_PARAMS))
 NO_START = "none"    # --params none: the sampler alone (the tuning of Table 1)
 
 
@@ -104,6 +105,15 @@ class TuneRequest:
 
 
 OBJECTIVE_NOTE = "min validation loss, split seed 12345"
+TRAINING_OBJECTIVE_NOTE = ("last epoch's training loss, split seed 12345 (the protocol has no "
+                           "validation split)")
+
+
+def objective_note_for(protocol: str = DEFAULT_PROTOCOL) -> str:
+    """What a study under ``protocol`` minimises, in words (stored with the study): the lowest
+    validation loss, or, under a protocol without a validation part (``binary-icde24``), the
+    training loss of the last epoch, which is what that protocol evaluates."""
+    return OBJECTIVE_NOTE if get_protocol(protocol).has_validation else TRAINING_OBJECTIVE_NOTE
 
 
 def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
@@ -121,54 +131,61 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
     return attrs
 
 
-def check_start(sets: str) -> str | None:
+def check_start(sets: str | None, protocol: str = DEFAULT_PROTOCOL) -> str | None:
     """A ``--params`` value of ``atrec tune`` checked before any work: ``None`` for ``none``,
-    else the sets, each a named set or an existing parameter file (one-line error naming it)."""
+    the protocol's default (:func:`atrec.results.params.start_params`) for ``None``, else the
+    sets, each a set that exists under ``protocol`` or an existing parameter file (one-line
+    error naming it)."""
+    if sets is None:
+        return start_params(protocol)
     if str(sets).strip().lower() == NO_START:
         return None
+    proto = get_protocol(protocol)
+    allowed = NAMED_SETS if proto.is_default else proto.param_sets
     for name in chain_sets(sets):
-        if name not in NAMED_SETS:
-            load_param_table(name)      # a file must exist and parse
+        if name in allowed:
+            continue
+        if name in NAMED_SETS:
+            raise AtrecError(f"parameter set '{name}' does not exist under protocol "
+                             f"'{proto.name}': choose from {', '.join(allowed)}, give a "
+                             f"parameter file, or 'none' (the sampler alone)")
+        load_param_table(name, proto.name)      # a file must exist and parse
     return sets
 
 
 def chain_start(dataset: str, propensity: str, with_at: bool, method: str = DEFAULT_METHOD,
-                sets: str | None = START_PARAMS) -> tuple[dict, str] | None:
+                sets: str | None = START_PARAMS,
+                protocol: str = DEFAULT_PROTOCOL) -> tuple[dict, str] | None:
     """The first trial of a study and the set it comes from: the values of the first set of
-    ``sets`` (comma-separated; default :data:`START_SETS`, the chain that train and run read)
-    that has this configuration, so tuning is never worse on the objective than the values a
-    train without ``--params`` would use; with AT and no set holding the configuration, the
-    first set's values of the same configuration without AT (``epsilon`` then sampled).
-    ``None`` where no set has either, or ``sets`` is ``None`` / ``none`` (the sampler alone)."""
+    ``sets`` (comma-separated; default the chain that train and run read under ``protocol``,
+    less ``tuned``) that has this configuration under ``protocol``, so tuning is never worse
+    on the objective than the values a train without ``--params`` would use; with AT and no
+    set holding the configuration, the first set's values of the same configuration without
+    AT (``epsilon`` then sampled). ``None`` where no set has either, or ``sets`` is ``None`` /
+    ``none`` (the sampler alone). The same rule under every protocol: another protocol's sets
+    are its own (its reference values, its shipped ``tuned-atrec``, a file)."""
     if sets is None or str(sets).strip().lower() == NO_START:
         return None
     chain = chain_sets(sets)
-    found = chain_lookup(chain, dataset, propensity, with_at, method)
+    found = _lookup_start(chain, dataset, propensity, with_at, method, protocol)
     if found is None and with_at:
-        found = chain_lookup(chain, dataset, propensity, False, method)
+        found = _lookup_start(chain, dataset, propensity, False, method, protocol)
     if found is None:
         return None
     params, label = found
     return params.as_dict(), label
 
 
-def reference_start(dataset: str, propensity: str, with_at: bool,
-                    method: str = DEFAULT_METHOD, protocol: str | None = None) -> dict | None:
-    """The first trial of a study: the method's ``reference`` values for this configuration
-    (:attr:`~atrec.methods.base.Method.reference_params`), so tuning is never worse on the
-    objective than its authors' values; with AT and no values of their own, those of the same
-    configuration without AT (``epsilon`` then sampled). ``None`` where the method has none.
-    The first trial under a protocol other than saito2020 (whose is :func:`chain_start`'s)."""
-    table = method_class(method, protocol).reference_params.get(dataset) or {}
-    values = table.get(config_key(propensity, with_at, method))
-    if values is None and with_at:
-        values = table.get(config_key(propensity, False, method))
-    return dict(values) if values else None
+def _lookup_start(chain, dataset, propensity, with_at, method, protocol):
+    if protocol == DEFAULT_PROTOCOL:
+        return chain_lookup(chain, dataset, propensity, with_at, method)
+    return protocol_chain_lookup(chain, dataset, config_key(propensity, with_at, method),
+                                 method, protocol)
 
 
 def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
                 storage=None, *, objective: Objective | None = None,
-                objective_note: str = OBJECTIVE_NOTE, settings=None, at_settings=None,
+                objective_note: str | None = None, settings=None, at_settings=None,
                 study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
                 progress: Callable[[Progress], None] | None = None,
                 export_path: Path | None = None, method: str = DEFAULT_METHOD,
@@ -188,16 +205,15 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
     if objective is None:
         objective = make_objective(data, propensity, with_at, settings, at_settings, method,
                                    protocol)
+    objective_note = objective_note or objective_note_for(protocol)
     attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
                         objective_note, method, protocol)
     if protocol != DEFAULT_PROTOCOL:
         attrs["protocol"] = protocol
     name = study_name(study_prefix, data.name, propensity, with_at, method)
-    if protocol == DEFAULT_PROTOCOL:
-        first = chain_start(data.name, propensity, with_at, method, start)
-    else:   # another protocol's sets are its own: its methods' reference values
-        values = reference_start(data.name, propensity, with_at, method, protocol)
-        first = (values, REFERENCE) if values else None
+    if start == START_PARAMS:      # the default: train's chain under this protocol
+        start = start_params(protocol)
+    first = chain_start(data.name, propensity, with_at, method, start, protocol)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
                         progress=progress, space=SearchSpace.for_method(method, protocol),
                         notice=notice, first_trial=first[0] if first else None,

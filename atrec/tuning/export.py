@@ -36,7 +36,9 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
     storage, updated}``.
     Concurrent exports are serialised by an ``flock`` on ``<file>.lock`` and each writes the
     whole file atomically, so none loses another's entries. Outcomes without a best trial are
-    skipped. ``protocol``: whose methods the file's entries name (a binary protocol's are
+    skipped. An entry of another study (another ``--study-prefix``) with a lower best value is
+    kept, and the outcome's ``kept`` names it: the tuned values only ever get better on the
+    objective (the study that lost keeps its values in its storage). ``protocol``: whose methods the file's entries name (a binary protocol's are
     its own).
     """
     path = Path(path) if path is not None else tuned_params_path()
@@ -57,16 +59,42 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
             if not isinstance(section, dict):
                 raise AtrecError(f"tuned parameter file {path}: '{o.dataset}' is not a mapping; "
                                  f"fix or delete the file")
-            section[config_key(o.propensity, o.with_at, o.method)] = entry
+            key = config_key(o.propensity, o.with_at, o.method)
+            kept = _better_entry(section.get(key), o)
+            if kept is not None:
+                o.kept = kept
+                continue
+            section[key] = entry
         atomic_write_text(path, EXPORT_HEADER + yaml.safe_dump(table, sort_keys=True))
     return path
 
 
-def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False) -> list[dict]:
+def _better_entry(old, outcome: StudyOutcome) -> tuple[str, float] | None:
+    """``(study, best value)`` of ``old`` when it is another study's entry with a lower best
+    value than ``outcome``'s, else ``None`` (the outcome's entry replaces it)."""
+    if not isinstance(old, dict) or old.get("study") in (None, outcome.study):
+        return None
+    value = old.get("best_value")
+    if isinstance(value, (int, float)) and value < outcome.best_value:
+        return str(old["study"]), float(value)
+    return None
+
+
+def kept_notes(outcomes: list[StudyOutcome], path: Path) -> list[str]:
+    """One line per outcome whose entry the tuned file did not take (:func:`export_best`)."""
+    return [f"{o.dataset}/{config_key(o.propensity, o.with_at, o.method)}: {path} keeps study "
+            f"{o.kept[0]}'s values (best {o.kept[1]:.4f}); study {o.study}'s best "
+            f"{o.best_value:.4f} is worse and stays in its study only"
+            for o in outcomes if o.kept is not None]
+
+
+def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False,
+                 objective: str = "best val loss") -> list[dict]:
     """One summary row per study: its best parameters and value, trials, time.
 
     ``numeric``: raw numbers (for csv/json); otherwise display strings (4-decimal loss, lam and
-    epsilon to 3 significant digits).
+    epsilon to 3 significant digits). ``objective``: the heading of the best value's column
+    (``best train loss`` under a protocol without a validation split).
     """
     def show(value, spec: str):
         if value is None:
@@ -81,7 +109,7 @@ def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False) -> list[di
             "propensity": propensity_label(o.propensity),
             "AT": "with" if o.with_at else "without", "study": o.study,
             "trials": o.complete if numeric else f"{o.complete}/{o.target}", "ran": o.ran,
-            "best val loss": show(o.best_value, ".4f"),
+            objective: show(o.best_value, ".4f"),
             "dim": show(p.dim if p else None, "d"), "lam": show(p.lam if p else None, ".3g"),
             "epsilon": show(p.epsilon if p else None, ".3g"),
             **{k: show(v, ".3g") for k, v in (p.extra if p else ())},

@@ -135,6 +135,9 @@ class StudyOutcome:
     method: str = DEFAULT_METHOD
     start_value: float | None = None   # the value of the enqueued first trial
     start: str | None = None           # the set its values came from (its START_ATTR)
+    # set by the export when the tuned file kept another study's better entry for this
+    # configuration: (that study, its best value)
+    kept: tuple[str, float] | None = None
 
 
 class _Surplus(Exception):

@@ -6,10 +6,17 @@ under both binary protocols on every dataset there is, then the protocol-gap rep
 :func:`~atrec.methods.registry.registry_for` grouped by the parameter set they train with, the
 one :mod:`atrec.reporting.protocol_gap` reads:
 
-* ``binary-icde24``: ``reference`` (the reference code's values);
-* ``binary-clean``: ``tuned`` for a method whose values ``atrec tune --protocol binary-clean``
-  exported for that dataset, ``reference`` otherwise (nothing is tuned here: tuning every
-  method is a study of its own, ``atrec tune --protocol binary-clean --method all``).
+* ``binary-icde24``: ``reference`` (the reference code's values), each protocol's
+  :data:`~atrec.reporting.protocol_gap.GAP_PARAMS`;
+* ``binary-clean``: the first of its sets in ``train``'s default order that has values for the
+  method on that dataset: atrec's shipped ``tuned-atrec``, then ``reference``, then the user's
+  ``tuned`` (nothing is tuned here: tuning every method is a study of its own,
+  ``atrec tune --protocol binary-clean --method all``).
+
+So the route trains the values the README's protocol-gap figures come from, and the report
+reads the records it trains. Each protocol runs its own number of seeds (``binary-icde24`` 10,
+``binary-clean`` 20: :attr:`~atrec.protocols.Protocol.seeds`, as the README's figures), fewer
+when the caller asks for fewer (:func:`binary_seeds`).
 
 A method without values for a dataset in either set is left out with a notice.
 :func:`train_binary` trains the plans (resumable: finished seeds are reused) and
@@ -28,8 +35,9 @@ from atrec.fileio import atomic_write_text
 from atrec.methods.registry import registry_for
 from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
-from atrec.reporting.protocol_gap import CLEAN_PROTOCOL, GAP_PROTOCOLS, gap_reports
-from atrec.results.params import REFERENCE, TUNED, get_params
+from atrec.protocols import get_protocol
+from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS, gap_reports
+from atrec.results.params import chain_sets, get_params
 
 GAP_FILE = "protocol_gap.md"
 
@@ -48,8 +56,7 @@ class BinaryPlan:
 def _params_set(protocol: str, dataset: str, method: str, tables: dict) -> str | None:
     """The first set of ``protocol``'s preference (module doc) that holds values for
     ``method`` on ``dataset``, read as ``atrec train`` reads it; ``None`` when none does."""
-    sets = (TUNED, REFERENCE) if protocol == CLEAN_PROTOCOL else (REFERENCE,)
-    for name in sets:
+    for name in chain_sets(GAP_PARAMS[protocol]):
         try:
             get_params(name, dataset, NO_PROPENSITY, False, method, protocol, tables)
         except AtrecError:
@@ -80,29 +87,40 @@ def plan_binary(datasets: Sequence[str], methods: Sequence[str] | None = None
     return plans, notices
 
 
-def train_binary(plans: Sequence[BinaryPlan], seeds: int = 20,
+def binary_seeds(protocol: str, seeds: int | None = None) -> int:
+    """The seeds the route runs under ``protocol``: its own (:attr:`Protocol.seeds`), or
+    ``seeds`` when fewer."""
+    own = get_protocol(protocol).seeds
+    return own if seeds is None else min(seeds, own)
+
+
+def train_binary(plans: Sequence[BinaryPlan], seeds: int | None = None,
                  progress: Callable[[str], None] | None = None) -> list:
-    """Train ``seeds`` seeds (0..seeds-1) of every plan; returns the
+    """Train seeds 0..n-1 of every plan, n = :func:`binary_seeds` of its protocol; returns the
     :class:`~atrec.experiments.runner.ConfigOutcome` list."""
     outcomes = []
     for plan in plans:
+        n = binary_seeds(plan.protocol, seeds)
         outcomes += train(TrainRequest([plan.dataset], [NO_PROPENSITY], [False],
-                                       list(range(seeds)), params=plan.params,
+                                       list(range(n)), params=plan.params,
                                        methods=list(plan.methods), protocol=plan.protocol),
                           echo=progress)
     return outcomes
 
 
-def write_gap_report(datasets: Sequence[str], seeds: int = 20,
+def write_gap_report(datasets: Sequence[str], seeds: int | None = None,
                      root: Path | None = None) -> tuple[Path, list[Path], list[str]]:
     """Write the protocol-gap report of ``datasets`` (markdown) to ``<root>/protocol_gap.md``
     and its figures under ``<root>/figures``; returns ``(path, figures, notices)``. Datasets
-    without binary results are left out with a notice."""
+    without binary results are left out with a notice. ``seeds``: as :func:`train_binary`'s
+    (each protocol's own when it asks for no fewer)."""
     base = results_dir() if root is None else Path(root)
+    fewer = seeds is not None and any(binary_seeds(p, seeds) < get_protocol(p).seeds
+                                      for p in GAP_PROTOCOLS)
     parts, figures, notices = [], [], []
     for dataset in datasets:
         try:
-            outs = gap_reports([dataset], "markdown", True, seeds, root=base)
+            outs = gap_reports([dataset], "markdown", True, seeds if fewer else None, root=base)
         except AtrecError as exc:
             if exc.exit_code != 3:
                 raise

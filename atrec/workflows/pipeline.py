@@ -176,7 +176,8 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = PAPER_TRIALS,
     values for a dataset, trained with ``seeds`` seeds, and their benchmark table in the report;
     ``baseline_methods`` / ``baseline_propensities`` (default: the paper's six) narrow them.
     ``binary``: add every binary method under both binary protocols on the datasets there are,
-    ``seeds`` seeds each, and the protocol-gap report (:mod:`atrec.workflows.binary`).
+    each protocol's own seeds (fewer when ``seeds`` is fewer), and the protocol-gap report
+    (:mod:`atrec.workflows.binary`).
     """
     result = PipelineResult()
 

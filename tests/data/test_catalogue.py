@@ -19,8 +19,12 @@ def test_registry_digests_match_the_shared_copies():
             data = (SHARED / name / f.name).read_bytes()
             assert _sha(data) == f.sha256
             assert _sha(data.replace(b"\r\n", b"\n")) == f.canonical_sha256
-    sums = dict(line.split()[::-1] for line in (SHARED / "SHA256SUMS").read_text().splitlines())
-    assert sums["coat/train.ascii"] == get_spec("coat").files[0].sha256
+    # the shared copies' checksum list, where the copies came with it (a user's own copy, or
+    # the one make reproduce installed, has none: the digests above are the check there)
+    if (SHARED / "SHA256SUMS").is_file():
+        sums = dict(line.split()[::-1]
+                    for line in (SHARED / "SHA256SUMS").read_text().splitlines())
+        assert sums["coat/train.ascii"] == get_spec("coat").files[0].sha256
 
 
 def test_real_yahoo_entry_keeps_the_official_checks():

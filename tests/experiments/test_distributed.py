@@ -257,3 +257,31 @@ def test_the_base_install_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_local_workers_log_at_atrecs_quiet_level(monkeypatch):
+    """The workers of local:N get this process's TensorFlow log level (atrec's 3 unless the
+    user set one): at 2 they printed the compilation cache's 'machine type' and parse lines,
+    logged as errors, between the progress lines."""
+    import distributed
+
+    from atrec.experiments import distributed as dist
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_cluster(**kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(distributed, "LocalCluster", fake_cluster)
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    with pytest.raises(Stop), dist.connect("local:1"):
+        pass
+    assert seen["env"] == {"TF_CPP_MIN_LOG_LEVEL": "3"}
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")     # a user who wants every line
+    with pytest.raises(Stop), dist.connect("local:1"):
+        pass
+    assert seen["env"] == {"TF_CPP_MIN_LOG_LEVEL": "0"}

@@ -83,10 +83,17 @@ def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     assert label == "reference" and values.dim == 8
 
 
-def test_with_at_is_refused_in_one_line_for_a_method_that_cannot_serve_in_it():
-    from atrec.methods.registry import configurations
+def test_a_method_that_cannot_serve_in_at_is_skipped_there_and_refused_alone():
+    from atrec.methods.registry import at_skipped, configurations
 
     assert configurations(["mf"], [], [True], "coat", "binary-icde24") == [("mf", "none", True)]
-    # Multi-IPS's predictor is a tower, not the MF whose probabilities AT's third model learns
+    # Multi-IPS's predictor is a tower, not the MF whose probabilities AT's third model learns:
+    # beside others it runs without AT only (the commands say so), alone with AT it is refused
+    assert configurations(["mf", "multi-ips"], [], [False, True], "coat", "binary-icde24") == [
+        ("mf", "none", False), ("mf", "none", True), ("multi-ips", "none", False)]
+    assert configurations(["mf", "multi-ips"], [], [True], "coat", "binary-icde24") == [
+        ("mf", "none", True)]
+    assert at_skipped(["mf", "multi-ips"], [False, True], "binary-icde24") == ["multi-ips"]
+    assert at_skipped(["mf", "multi-ips"], [False], "binary-icde24") == []
     with pytest.raises(AtrecError, match="multi-ips cannot serve in AT .* --without-at"):
-        configurations(["mf", "multi-ips"], [], [False, True], "coat", "binary-icde24")
+        configurations(["multi-ips"], [], [True], "coat", "binary-icde24")

@@ -112,10 +112,11 @@ def test_a_failing_gating_claim_fails_the_check(tmp_path):
     assert gated.gating == (5,) and not gated.passed and gated.exit_code == 4
 
 
-def test_no_results_is_an_error_with_exit_code_4(tmp_path):
+def test_no_results_is_an_error_with_exit_code_3(tmp_path):
+    """Nothing to check is results missing (3), as for report and export, not a failed check."""
     with pytest.raises(AtrecError, match="run 'atrec train'") as info:
         check(tmp_path)
-    assert info.value.exit_code == 4
+    assert info.value.exit_code == 3
     with pytest.raises(AtrecError, match="unknown dataset 'ml-100k'"):
         check(tmp_path, ["ml-100k"])
 
@@ -152,7 +153,7 @@ def test_cli_check_exit_codes(good, coat_off, tmp_path, monkeypatch):
     assert failed.exit_code == 4 and "FAILED" in failed.output
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
     empty = runner.invoke(main, ["check"])
-    assert empty.exit_code == 4 and empty.output.startswith("error: no results")
+    assert empty.exit_code == 3 and empty.output.startswith("error: no results")
     assert empty.output.count("\n") == 1
 
 

@@ -60,9 +60,10 @@ def root(tmp_path, monkeypatch):
 def test_one_row_per_record_and_one_column_per_hyperparameter(root):
     frame = atrec.load_runs(root)
     assert len(frame) == len(list((root / "runs").rglob("seed-*.json"))) == 16
-    assert list(frame.columns[:10]) == ["dataset", "method", "propensity", "with_at", "params",
-                                        "params_source", "variant", "seed", "model_seed",
-                                        "batch_seed"]
+    assert list(frame.columns[:11]) == ["protocol", "dataset", "method", "propensity",
+                                        "with_at", "params", "params_source", "variant", "seed",
+                                        "model_seed", "batch_seed"]
+    assert set(frame.protocol) == {"saito2020"}
     for column in (*METRICS, "best_step", "best_val_loss", "dim", "lam", "epsilon", "gamma",
                    "atrec_version", "created", "command", "data_checksums", "packages"):
         assert column in frame.columns
@@ -142,3 +143,32 @@ def test_import_atrec_and_its_cli_do_not_import_pandas():
     code = ("import sys, atrec, atrec.cli; assert 'pandas' not in sys.modules; "
             "atrec.load_runs; assert 'pandas' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_another_protocols_runs_load_by_its_name(tmp_path):
+    """load_runs(protocol=...) reads <results>/protocols/<name>, and the protocol column says
+    whose runs a row is, as ``atrec export --protocol`` does."""
+    from atrec.errors import AtrecError
+    from atrec.names import NO_PROPENSITY
+    from atrec.protocols import get_protocol
+    from atrec.protocols.binary import BINARY_CLEAN_METRICS
+    from atrec.results.records import record_path, save_record
+
+    root = get_protocol("binary-clean").results_root(tmp_path)
+    for seed in (0, 1):
+        record = {"schema": 1, "dataset": "coat", "propensity": NO_PROPENSITY,
+                  "with_at": False, "method": "mf", "seed": seed, "params": {"dim": 4},
+                  "params_source": "reference",
+                  "metrics": dict.fromkeys(BINARY_CLEAN_METRICS, 0.5),
+                  "protocol": {"name": "binary-clean"}, "provenance": {}}
+        save_record(record, record_path("coat", config_key(NO_PROPENSITY, False, "mf"),
+                                        "reference", seed, root))
+    frame = atrec.load_runs(tmp_path, protocol="binary-clean")
+    assert len(frame) == 2 and set(frame.protocol) == {"binary-clean"} and "auc" in frame
+    assert atrec.load_runs(tmp_path).empty          # saito2020's folder holds none
+    assert len(atrec.load_runs(root)) == 2          # the folder itself, as before
+    with pytest.raises(AtrecError, match="unknown protocol 'nope'"):
+        atrec.load_runs(tmp_path, protocol="nope")
+    result = CliRunner().invoke(main, ["export", "--protocol", "binary-clean"],
+                                env={"ATREC_RESULTS_DIR": str(tmp_path)})
+    assert result.exit_code == 0 and result.output.splitlines()[1].startswith("binary-clean,coat")

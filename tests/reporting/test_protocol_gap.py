@@ -242,3 +242,47 @@ def test_records_of_synthetic_data_say_so_wherever_the_dataset_is_named(results,
     real = gap_report(results, "coat", "json", figures=False, expected_seeds=5).text
     assert json.loads(real)["synthetic_data"] is None
     assert "synthetic" not in gap_report(results, "coat", figures=False, expected_seeds=5).text
+
+
+class _ManyMethods:
+    """A gap of every registered binary method (about 40) with ranks that cross: what the
+    figure must stay readable at."""
+
+    dataset_label = "Coat"
+
+    def __init__(self):
+        from atrec.methods.registry import method_class, registry_for
+
+        names = registry_for(CLEAN).names()
+        self.methods = names
+        self.labels = {m: method_class(m, CLEAN).label for m in names}
+        self.mcar = {m: method_class(m, CLEAN).uses_mcar for m in names}
+        n = len(names)
+        self.ranks = {(p, m, k): 1 + (i * step) % n
+                      for p, step in ((ICDE, 7), (CLEAN, 11)) for i, m in enumerate(names)
+                      for k in ("auc", "ndcg5_ref", "ndcg5")}
+
+    def rank(self, protocol, method, metric):
+        return self.ranks.get((protocol, method, metric))
+
+    def label(self, method):
+        return self.labels[method] + ("†" if self.mcar[method] else "")
+
+    def uses_mcar(self, method):
+        return self.mcar[method]
+
+
+def test_the_figure_is_readable_with_every_binary_method():
+    """At about 40 methods no two texts overlap (the names, the ticks, the titles, the legend
+    that says what the marks and colours mean), as Figure 3's check asks."""
+    from test_figures import _layout_problems
+
+    gap = _ManyMethods()
+    assert len(gap.methods) >= 35
+    fig = gap_figure(gap)
+    assert _layout_problems(fig) == []
+    names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert sorted(names) == sorted(gap.label(m) for m in gap.methods)
+    legend = {t.get_text() for t in fig.legends[0].get_texts()}
+    assert legend == {ICDE, CLEAN, "reads no MCAR label", "reads MCAR labels (†)"}
+    assert all(len(ax.get_xticks()) <= 10 for ax in fig.axes)

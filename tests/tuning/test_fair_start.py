@@ -17,7 +17,7 @@ from atrec.methods.registry import METHODS
 from atrec.protocol import TUNING_BUDGET
 from atrec.results.params import ENTRY_METADATA, HyperParams, get_params, load_param_table
 from atrec.tuning import run_study, study_name, tune_config
-from atrec.tuning.configs import START_PARAMS, chain_start
+from atrec.tuning.configs import START_PARAMS, chain_start, check_start
 
 
 def trials_of(url, name):
@@ -103,7 +103,9 @@ def test_tune_config_starts_from_the_chain_and_exports_its_value(tmp_path, monke
 def test_tune_cli_takes_the_start_sets_and_refuses_a_missing_file(tmp_path, monkeypatch):
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
     start = next(p for p in main.commands["tune"].params if p.name == "start")
-    assert start.default == START_PARAMS == "published,tuned-atrec,reference"
+    # no default of its own: the protocol's sets (saito2020's START_PARAMS)
+    assert start.default is None and check_start(None) == START_PARAMS == (
+        "published,tuned-atrec,reference")
     result = CliRunner().invoke(main, ["tune", "--params", str(tmp_path / "nope.yaml")])
     assert result.exit_code != 0 and "does not exist" in result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output

@@ -2,8 +2,10 @@
 training: a tuned file under binary-clean holds values for MF on Coat only, and a binary method
 registered here ships no values for any dataset."""
 
+import re
 import shutil
 import subprocess
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -34,29 +36,76 @@ def _shipping(protocol, dataset):
             if key(m) in (method_class(m, protocol).reference_params.get(dataset) or {})]
 
 
-def test_plan_reads_tuned_values_where_they_exist(tmp_path, monkeypatch):
+def _shipped_tuned(dataset):
+    """The binary methods with an entry in binary-clean's shipped tuned-atrec file."""
+    path = files("atrec") / "resources" / "binary_clean_tuned_params.yaml"
+    section = yaml.safe_load(path.read_text()).get(dataset) or {}
+    return [m for m in registry_for("binary-clean").names()
+            if config_key(NO_PROPENSITY, False, m) in section]
+
+
+def test_plan_trains_the_values_the_report_reads(tmp_path, monkeypatch):
+    """binary-clean: the shipped tuned-atrec values first (the README's figures), a user's own
+    tuned file only where neither shipped set has values; binary-icde24: reference."""
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
     path = tuned_params_path("binary-clean")
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump({"coat": {"mf/none": {"dim": 8, "lam": 1e-3, "lr": 0.01,
-                                                         "batch_size": 128}}}))
+                                                         "batch_size": 128},
+                                             "no-values/none": {"dim": 8, "lam": 1e-3,
+                                                                "lr": 0.01,
+                                                                "batch_size": 128}}}))
     BINARY_METHODS.names()
     BINARY_METHODS.register(NoValues)
     try:
         plans, notices = stage.plan_binary(["coat", "yahoo"])
         shipped = {d: _shipping("binary-icde24", d) for d in ("coat", "yahoo")}
+        tuned = _shipped_tuned("coat")
     finally:
         BINARY_METHODS.unregister(NoValues.name)
     got = {(p.protocol, p.dataset, p.params): p.methods for p in plans}
-    assert "mf" in shipped["coat"] and "no-values" not in shipped["coat"]
+    assert "mf" in tuned and "no-values" not in shipped["coat"]
     assert got == {
         ("binary-icde24", "coat", "reference"): tuple(shipped["coat"]),
         ("binary-icde24", "yahoo", "reference"): tuple(shipped["yahoo"]),
-        ("binary-clean", "coat", "tuned"): ("mf",),
-        ("binary-clean", "coat", "reference"): tuple(m for m in shipped["coat"] if m != "mf"),
+        ("binary-clean", "coat", "tuned-atrec"): tuple(tuned),
+        ("binary-clean", "coat", "reference"): tuple(m for m in shipped["coat"]
+                                                     if m not in tuned),
+        ("binary-clean", "coat", "tuned"): ("no-values",),
         ("binary-clean", "yahoo", "reference"): tuple(shipped["yahoo"]),
     }
-    assert sum("no-values left out" in n for n in notices) == 4   # 2 protocols x 2 datasets
+    assert sum("no-values left out" in n for n in notices) == 3   # all but binary-clean coat
+
+
+def _readme_gap_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("- **The protocol gap on Coat**")
+    return text[start:text.index("- **The protocol gap on Yahoo", start)]
+
+
+def test_the_route_trains_what_the_readme_reports():
+    """The README's protocol-gap figures name, per protocol, the values and seeds they come
+    from, and the methods they report: BINARY=1 make reproduce trains exactly those."""
+    section = _readme_gap_section()
+    heading = re.search(r"`binary-icde24` at the (\w+) values, (\d+) seeds;\s+`binary-clean` "
+                        r"(\w+), (\d+) seeds", section)
+    assert heading, "the README's protocol-gap heading no longer says its values and seeds"
+    icde_set, icde_seeds, clean_set, clean_seeds = heading.groups()
+    assert (icde_set, clean_set) == ("reference", "tuned")
+    assert stage.binary_seeds("binary-icde24", 20) == int(icde_seeds) == 10
+    assert stage.binary_seeds("binary-clean", 20) == int(clean_seeds) == 20
+    plans, _ = stage.plan_binary(["coat"])
+    sets = {(p.protocol, m): p.params for p in plans for m in p.methods}
+    labels = {method_class(m, "binary-clean").label: m
+              for m in registry_for("binary-clean").names()}
+    # every method the section names, by its label or (in backticks) its name
+    named = {m for m in registry_for("binary-clean").names() if f"`{m}`" in section}
+    named |= {m for label, m in labels.items()
+              if re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", section)}
+    assert {"mf-ips", "dt-ips", "multi-ips", "tdr", "dr-jl-coded", "esmm"} <= named
+    for method in named | {"mf"}:
+        assert sets[("binary-clean", method)] == "tuned-atrec", method
+        assert sets[("binary-icde24", method)] == "reference", method
 
 
 def test_train_binary_asks_train_for_each_plan(monkeypatch):

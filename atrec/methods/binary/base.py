@@ -184,7 +184,9 @@ class BinaryMethod(Method):
 
     view: ClassVar[str] = VIEW
     hyperparameters = COMMON
-    uses_propensity = False
+    uses_propensity = False    # takes no --propensity estimator ...
+    # ... but weights by a propensity of its own (learned in the run, or from the MCAR slice)
+    own_propensity: ClassVar[bool] = True
     leaks: ClassVar[bool] = False      # reads the 5% MCAR slice under binary-icde24
     reference_forms: ClassVar[str] = ""   # how its reference form differs, for 'atrec methods'
     form: ClassVar[str] = ""  # "" follows the protocol; "reference"/"corrected" fixes it

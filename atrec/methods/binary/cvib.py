@@ -85,6 +85,7 @@ class BinaryCVIB(BinaryMethod):
     reference ``alpha`` is ``fit()``'s default 0.1, the script passing only ``gamma``."""
 
     name = "cvib"
+    own_propensity = False     # unweighted
     serves_in_at = True
     label = "CVIB"
     description = "MF with CVIB's balancing and entropy terms (binary protocols)"
@@ -109,6 +110,7 @@ class BinaryDIB(BinaryMethod):
     the rule's tolerance is DIB's ``1e-5``."""
 
     name = "dib"
+    own_propensity = False     # unweighted
     serves_in_at = True
     label = "DIB"
     description = "MF with disentangled biased and unbiased embeddings (binary protocols)"

@@ -75,6 +75,7 @@ class BinaryMF(BinaryMethod):
     batches and stopping rule; nothing to correct. Serves as A1 and A2 of AT."""
 
     name = "mf"
+    own_propensity = False     # unweighted
     label = "MF"
     description = "matrix factorisation, mean cross-entropy (binary protocols)"
     reference = SOURCE + "MF.py"
@@ -115,6 +116,7 @@ class BinaryIPS(BinaryMF):
     self-normalised form (the collection's ``MF_SNIPS``)."""
 
     name = "mf-ips"
+    own_propensity = True       # BinaryMF's subclass: weighted by the learned propensity
     label = "IPS"
     description = "IPS with the learned NCF propensity (binary protocols)"
     reference = SOURCE + "IPS.py"
