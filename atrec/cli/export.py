@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from atrec.cli.app import echo_notes, friendly_errors, main, protocol_option, protocol_root
+from atrec.cli.app import (
+    echo_notes,
+    expand_methods,
+    friendly_errors,
+    main,
+    methods_option,
+    protocol_option,
+    protocol_root,
+)
 from atrec.reporting.export import export_runs
 
 
@@ -24,9 +32,9 @@ def _split(values) -> list[str] | None:
 @click.option("--dataset", "datasets", multiple=True,
               help="Datasets to keep, as their record folders are named (coat, yahoo, ...); "
                    "repeat or comma-separate. Default: all.")
-@click.option("--method", "methods", multiple=True,
-              help="Methods to keep (mf-ips, a plug-in's name, ...); repeat or comma-separate. "
-                   "Default: all.")
+@methods_option(default=None, help="Methods to keep (mf-ips, a plug-in's name, a method with "
+                                   "options: dr-jl[weighting=mrdr], ...); repeat or "
+                                   "comma-separate. Default: all.")
 @click.option("--params", "params", multiple=True,
               help="Parameter sets to keep: published, tuned or a parameter FILE (every "
                    "protocol variant), or one variant (published+ips). Default: all.")
@@ -40,8 +48,9 @@ def export_command(fmt, datasets, methods, params, output, protocol) -> None:
 
     The same table as atrec.load_runs() in Python; records are read from <results>/runs.
     """
-    text, n = export_runs(fmt, output, protocol_root(protocol), _split(datasets),
-                          _split(methods), _split(params))
+    chosen = _split(methods) and expand_methods(methods, protocol.strip().lower())
+    text, n = export_runs(fmt, output, protocol_root(protocol), _split(datasets), chosen,
+                          _split(params))
     if text is not None:
         click.echo(text, nl=False)
     else:

@@ -39,7 +39,8 @@ def test_a_sound_class_passes_its_declarations():
 
 @pytest.mark.parametrize("attrs, check, message", [
     ({"leaks": True}, "declares_the_contract", "a method that leaks declares uses_mcar"),
-    ({"form": "fixed"}, "declares_the_contract", "form 'fixed'"),
+    ({"reference_forms": "the code's bug"}, "declares_the_contract",
+     "declares the form option"),
     ({"reference_params": {d: {**v, "x-mf/none-at": {**VALUES, "epsilon": 0.1}}
                            for d, v in reference_table("x-mf", VALUES, VALUES).items()}},
      "reference_values", "has entry 'x-mf/none-at'"),
@@ -58,7 +59,7 @@ def test_a_broken_declaration_is_named_with_its_check(attrs, check, message):
 def test_check_method_gives_a_binary_class_the_binary_contract():
     with pytest.raises(AssertionError, match="binary method class XMf fails check "
                                              "'declares_the_contract'"):
-        check_method(_binary("x-mf", form="fixed"))
+        check_method(_binary("x-mf", reference_forms="the code's bug"))
 
 
 def test_replicas_that_read_each_other_fail_the_independence_check():
