@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from atrec.errors import AtrecError
 from atrec.cli.app import (
     echo_notes,
     expand_methods,
@@ -22,6 +23,13 @@ def _split(values) -> list[str] | None:
     """Repeated or comma-separated option values; ``all`` (or nothing) selects everything."""
     names = [p.strip() for v in values for p in str(v).split(",") if p.strip()]
     return None if not names or "all" in names else list(dict.fromkeys(names))
+
+
+def _keys(name: str, protocol: str) -> list[str]:
+    try:
+        return expand_methods([name], protocol)
+    except AtrecError:
+        return [name]
 
 
 @main.command("export")
@@ -48,7 +56,9 @@ def export_command(fmt, datasets, methods, params, output, protocol) -> None:
 
     The same table as atrec.load_runs() in Python; records are read from <results>/runs.
     """
-    chosen = _split(methods) and expand_methods(methods, protocol.strip().lower())
+    chosen = _split(methods)
+    if chosen:      # each as its key; a name no method has (an uninstalled plug-in's) as given
+        chosen = [k for name in chosen for k in _keys(name, protocol.strip().lower())]
     text, n = export_runs(fmt, output, protocol_root(protocol), _split(datasets), chosen,
                           _split(params))
     if text is not None:

@@ -18,6 +18,7 @@ from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
 from atrec.methods.registry import configurations, method_class
+from atrec.results.param_keys import entry_key
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.protocols import get_protocol
@@ -159,10 +160,11 @@ def reference_start(dataset: str, propensity: str, with_at: bool,
     configuration without AT (``epsilon`` then sampled). ``None`` where the method has none.
     The first trial under a protocol other than saito2020 (whose is :func:`chain_start`'s)."""
     table = method_class(method, protocol).reference_params.get(dataset) or {}
-    values = table.get(config_key(propensity, with_at, method))
-    if values is None and with_at:
-        values = table.get(config_key(propensity, False, method))
-    return dict(values) if values else None
+    # the reference code's constants are the same in every form (entry_key's base)
+    found = entry_key(table, config_key(propensity, with_at, method), protocol, base=True)
+    if found is None and with_at:
+        found = entry_key(table, config_key(propensity, False, method), protocol, base=True)
+    return dict(table[found]) if found else None
 
 
 def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,

@@ -14,7 +14,7 @@ from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.binary.registry import BINARY_METHODS
-from atrec.methods.registry import method_class, registry_for
+from atrec.methods.registry import every_form, method_class
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.results.params import tuned_params_path
 from atrec.workflows import binary as stage
@@ -28,9 +28,10 @@ class NoValues(BinaryMF):
 
 
 def _shipping(protocol, dataset):
-    """The registered binary methods that ship reference values for ``dataset``."""
-    key = lambda m: config_key(NO_PROPENSITY, False, m)
-    return [m for m in registry_for(protocol).names()
+    """The registered binary methods, in each form, that ship reference values for ``dataset``
+    (the code's constants, the same in either form)."""
+    key = lambda m: config_key(NO_PROPENSITY, False, method_class(m, protocol).name)
+    return [m for m in every_form(protocol)
             if key(m) in (method_class(m, protocol).reference_params.get(dataset) or {})]
 
 
@@ -44,17 +45,22 @@ def test_plan_reads_tuned_values_where_they_exist(tmp_path, monkeypatch):
     BINARY_METHODS.register(NoValues)
     try:
         plans, notices = stage.plan_binary(["coat", "yahoo"])
-        shipped = {d: _shipping("binary-icde24", d) for d in ("coat", "yahoo")}
+        shipped = {(p, d): _shipping(p, d) for p in ("binary-icde24", "binary-clean")
+                   for d in ("coat", "yahoo")}
     finally:
         BINARY_METHODS.unregister(NoValues.name)
     got = {(p.protocol, p.dataset, p.params): p.methods for p in plans}
-    assert "mf" in shipped["coat"] and "no-values" not in shipped["coat"]
+    coat = shipped["binary-icde24", "coat"]
+    assert "mf" in coat and "no-values" not in coat
+    assert "escm2-dr+form=corrected" in coat and "escm2-dr+form=coded" in shipped[
+        "binary-clean", "coat"]                   # every form, the code's under binary-clean too
     assert got == {
-        ("binary-icde24", "coat", "reference"): tuple(shipped["coat"]),
-        ("binary-icde24", "yahoo", "reference"): tuple(shipped["yahoo"]),
+        ("binary-icde24", "coat", "reference"): tuple(coat),
+        ("binary-icde24", "yahoo", "reference"): tuple(shipped["binary-icde24", "yahoo"]),
         ("binary-clean", "coat", "tuned"): ("mf",),
-        ("binary-clean", "coat", "reference"): tuple(m for m in shipped["coat"] if m != "mf"),
-        ("binary-clean", "yahoo", "reference"): tuple(shipped["yahoo"]),
+        ("binary-clean", "coat", "reference"): tuple(
+            m for m in shipped["binary-clean", "coat"] if m != "mf"),
+        ("binary-clean", "yahoo", "reference"): tuple(shipped["binary-clean", "yahoo"]),
     }
     assert sum("no-values left out" in n for n in notices) == 4   # 2 protocols x 2 datasets
 
