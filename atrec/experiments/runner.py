@@ -28,10 +28,10 @@ from atrec.data.ratings import RatingData
 from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
+from atrec.experiments.reuse import load_existing
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.binary.at import fit_binary_at
-from atrec.experiments.reuse import load_existing
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
@@ -79,10 +79,8 @@ class RunSpec:
 
     @property
     def key(self) -> str:
-        """The configuration's folder (and progress-line) key: ``config_key``'s, except that
-        under a binary protocol every method has a folder of its own (binary IPS, ``mf-ips``,
-        too: ``mf-ips/none``, where the 1-5 star protocols keep MF-IPS's folders as before
-        methods were named)."""
+        """The folder (and progress-line) key: ``config_key``'s; under a binary protocol every
+        method's folder is its own (``mf-ips/none``; 1-5 star MF-IPS keeps its old ones)."""
         return config_key(self.propensity, self.with_at, self.method,
                           named=get_protocol(self.protocol).view == "binary")
 
