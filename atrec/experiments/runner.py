@@ -168,7 +168,8 @@ def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
 def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
              result: MethodResult, settings: dict, elapsed: float) -> list[dict]:
     protocol = get_protocol(spec.protocol)
-    options = get_method(spec.method, spec.protocol).option_values
+    # a plug-in whose __init__ skips Method's has no options to say
+    options = getattr(get_method(spec.method, spec.protocol), "option_values", {})
     full = ranking_part(spec, inputs.splits[0])
     ranked = [m for m in protocol.metrics if get_metric(m).kind in AFTER_TRAINING]
     out = []

@@ -213,7 +213,7 @@ class BinaryMethod(Method):
         """The protocol's ``settings`` as this method runs under them: ``forms`` the form its
         ``form`` option chose (the protocol's when none was), so that a record stores the form
         that ran."""
-        form = self.option_values.get(FORM.name)
+        form = getattr(self, "option_values", {}).get(FORM.name)
         return replace(settings, forms=form) if form and settings.forms != form else settings
 
     def start(self, problem: FitProblem, params: dict, settings) -> BinaryRun:
