@@ -29,14 +29,17 @@ DEFAULT_PROTOCOL = "saito2020"
 NO_PROPENSITY = "none"
 
 
-def config_key(propensity: str, with_at: bool, method: str = DEFAULT_METHOD) -> str:
+def config_key(propensity: str, with_at: bool, method: str = DEFAULT_METHOD,
+               named: bool = False) -> str:
     """Key of one configuration in folders, studies and parameter files.
 
     ``item`` / ``item-at`` for MF-IPS (as before methods were named); ``<method>/item[-at]``
-    for any other method, so its runs sit in a folder of their own.
+    for any other method (``method``: its key, options included, ``dr+form=coded``), so its
+    runs sit in a folder of their own; with ``named``, MF-IPS's too (the binary protocols'
+    folders).
     """
     key = f"{propensity}-at" if with_at else propensity
-    return key if method == DEFAULT_METHOD else f"{method}/{key}"
+    return key if method == DEFAULT_METHOD and not named else f"{method}/{key}"
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -167,7 +167,7 @@ CASES = [
       for what, text, fragment in [
           ("configuration", "  itme: {dim: 5, lam: 0.1}\n",
            ("unknown configuration 'itme' under 'coat' in parameter file {tmp}/params.yaml: give "
-            "[<method>/]<propensity>[-at], methods mf-ips,")),
+            "[<method>[+option=value]/]<propensity>[-at], methods mf-ips,")),
           ("method-in-key", "  caus/none: {dim: 5, lam: 1}\n", "unknown configuration 'caus/none'"),
           ("dataset", "coatt:\n  item: {dim: 5, lam: 1}\n",
            "unknown dataset 'coatt' in parameter file {tmp}/params.yaml: give coat, yahoo"),

@@ -13,6 +13,7 @@ import click
 from atrec._version import __version__
 from atrec.errors import AtrecError
 from atrec.methods import registry as method_registry
+from atrec.methods.registry import expand_methods as _expand_methods
 from atrec.methods.registry import method_class
 from atrec.names import TABLE_DATASETS, expand
 from atrec.propensity.registry import (
@@ -27,7 +28,12 @@ from atrec.runtime import gcfreeze
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 METHOD_HELP = ("mf-ips (the paper's), any registered method ('atrec methods' lists them) or all; "
-               "repeat or comma-separate for several.")
+               "repeat or comma-separate for several. Options in brackets: "
+               "escm2-dr[form=coded].")
+OPTION_HELP = ("Set a method option, KEY=VALUE (form=coded), on every selected method that has "
+               "it; KEY=all: each of its values. Repeat for several; the same as "
+               "NAME[KEY=VALUE] in --method.")
+_OPTIONS_META = "atrec.method_options"   # where --option's values wait for expand_methods
 
 
 def friendly_errors(func):
@@ -91,18 +97,28 @@ def table_datasets(values: tuple[str, ...]) -> list[str] | None:
     return expand(values, TABLE_DATASETS, "dataset") or None
 
 
+def _keep_options(ctx, _param, value):
+    ctx.meta[_OPTIONS_META] = tuple(value or ())
+
+
 def methods_option(default: str | None = "mf-ips", help: str = METHOD_HELP):
-    """``--method``, the same on every command that selects results or runs."""
-    return click.option("--method", "methods", multiple=True,
-                        default=(default,) if default else (), show_default=bool(default),
-                        help=help)
+    """``--method`` and ``--option KEY=VALUE``, the same on every command that selects results
+    or runs (``--option`` is read by :func:`expand_methods`)."""
+    method = click.option("--method", "methods", multiple=True,
+                          default=(default,) if default else (), show_default=bool(default),
+                          help=help)
+    option = click.option("--option", "method_options", multiple=True, metavar="KEY=VALUE",
+                          expose_value=False, callback=_keep_options, help=OPTION_HELP)
+    return lambda func: method(option(func))
 
 
 def expand_methods(values, protocol: str | None = None) -> list[str]:
-    """``--method`` values as registered method names (``all`` = every registered one) of the
-    methods ``protocol`` runs (a binary protocol's are its own; a name of the other view's is
-    one line naming its protocols)."""
-    return method_registry.expand_methods(values, protocol)
+    """``--method`` values as method keys (:func:`atrec.methods.registry.expand_methods`:
+    ``all`` = every registered one) of the methods ``protocol`` runs (a binary protocol's are
+    its own), with this command's ``--option`` values applied."""
+    ctx = click.get_current_context(silent=True)
+    assignments = ctx.meta.get(_OPTIONS_META, ()) if ctx is not None else ()
+    return _expand_methods(values, protocol, assignments)
 
 
 def at_options(with_at: bool, without_at: bool) -> list[bool]:

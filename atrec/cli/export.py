@@ -6,7 +6,16 @@ from pathlib import Path
 
 import click
 
-from atrec.cli.app import check_protocol, echo_notes, friendly_errors, main, protocol_option
+from atrec.cli.app import (
+    check_protocol,
+    echo_notes,
+    expand_methods,
+    friendly_errors,
+    main,
+    methods_option,
+    protocol_option,
+)
+from atrec.errors import AtrecError
 from atrec.reporting.export import export_runs
 
 
@@ -14,6 +23,13 @@ def _split(values) -> list[str] | None:
     """Repeated or comma-separated option values; ``all`` (or nothing) selects everything."""
     names = [p.strip() for v in values for p in str(v).split(",") if p.strip()]
     return None if not names or "all" in names else list(dict.fromkeys(names))
+
+
+def _keys(name: str, protocol: str) -> list[str]:
+    try:
+        return expand_methods([name], protocol)
+    except AtrecError:
+        return [name]
 
 
 @main.command("export")
@@ -24,9 +40,9 @@ def _split(values) -> list[str] | None:
 @click.option("--dataset", "datasets", multiple=True,
               help="Datasets to keep, as their record folders are named (coat, yahoo, ...); "
                    "repeat or comma-separate. Default: all.")
-@click.option("--method", "methods", multiple=True,
-              help="Methods to keep (mf-ips, a plug-in's name, ...); repeat or comma-separate. "
-                   "Default: all.")
+@methods_option(default=None, help="Methods to keep (mf-ips, a plug-in's name, a method with "
+                                   "options: dr-jl[weighting=mrdr], ...); repeat or "
+                                   "comma-separate. Default: all.")
 @click.option("--params", "params", multiple=True,
               help="Parameter sets to keep: published, tuned or a parameter FILE (every "
                    "protocol variant), or one variant (published+ips). Default: all.")
@@ -41,8 +57,11 @@ def export_command(fmt, datasets, methods, params, output, protocol) -> None:
     The same table as atrec.load_runs(protocol=...) in Python; records are read from
     <results>/runs (another protocol's from <results>/protocols/<name>/runs).
     """
-    text, n = export_runs(fmt, output, None, _split(datasets), _split(methods), _split(params),
-                          check_protocol(protocol))
+    name = check_protocol(protocol)
+    chosen = _split(methods)
+    if chosen:      # each as its key; a name no method has (an uninstalled plug-in's) as given
+        chosen = [k for m in chosen for k in _keys(m, name)]
+    text, n = export_runs(fmt, output, None, _split(datasets), chosen, _split(params), name)
     if text is not None:
         click.echo(text, nl=False)
     else:

@@ -24,6 +24,7 @@ from atrec.cli.app import (
 from atrec.errors import AtrecError
 from atrec.limits import MAX_SEEDS
 from atrec.methods.catalogue import binary_rows, catalogue_rows
+from atrec.reporting.catalogue import details_text, summary_text
 from atrec.paths import require_writable
 from atrec.protocols import get_protocol
 from atrec.reporting.benchmark_render import benchmark_report
@@ -169,12 +170,16 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
 
 @main.command("methods")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--method", "method", default=None, metavar="NAME",
+              help="Every detail of one method (an old name or NAME[KEY=VALUE] too): its "
+                   "options and their meanings, hyperparameters, reference, the names it had.")
+@click.option("--verbose", "-v", is_flag=True, help="Every detail of every method.")
 @friendly_errors
-def methods_command(fmt) -> None:
-    """List every registered method (1-5 star, then binary), propensity estimator and protocol:
-    hyperparameters,
-    search space, what each uses, each protocol's metrics and schedule, and where each comes
-    from (built-in, or the package that plugs it in).
+def methods_command(fmt, method, verbose) -> None:
+    """List every registered method (1-5 star, then binary) with its options, the propensity
+    estimators and the protocols, in tables that fit a terminal; --method NAME or -v for the
+    details (hyperparameters and search spaces, options and what each value means, where each
+    comes from: built-in, or the package that plugs it in).
 
     Broken plug-ins are named on standard error with what to do; atrec keeps working.
     """
@@ -186,11 +191,13 @@ def methods_command(fmt) -> None:
         click.echo(json.dumps({"methods": methods, "binary_methods": binary,
                                "propensities": propensities, "protocols": protocols,
                                "problems": problems}, indent=1))
+    elif method or verbose:
+        click.echo(details_text(method))
+    elif fmt == "table":
+        click.echo(summary_text())
     else:
         click.echo(render(methods, fmt, numparse=False))
         click.echo("")
-        if fmt == "table":
-            click.echo("Binary methods (--protocol binary-icde24 or binary-clean):")
         click.echo(render(binary, fmt, numparse=False))
         click.echo("")
         click.echo(render(propensities, fmt, numparse=False))

@@ -28,6 +28,7 @@ from atrec.data.ratings import RatingData
 from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
+from atrec.experiments.reuse import load_existing
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.binary.at import fit_binary_at
@@ -53,8 +54,9 @@ from atrec.runtime import compiled
 class RunSpec:
     """One configuration to train: what, with which parameters, under which protocol.
 
-    ``method``: a registered method (:mod:`atrec.methods.registry`), trained alone or, with
-    ``with_at``, as A1/A2 of asymmetric tri-training.
+    ``method``: a registered method's key (:func:`atrec.methods.registry.canonical`: its name
+    and the options that differ from their default, ``dr+form=coded``), trained alone or,
+    with ``with_at``, as A1/A2 of asymmetric tri-training.
     """
 
     dataset: str
@@ -77,6 +79,14 @@ class RunSpec:
 
     @property
     def key(self) -> str:
+        """The folder (and progress-line) key: ``config_key``'s; under a binary protocol every
+        method's folder is its own (``mf-ips/none``; 1-5 star MF-IPS keeps its old ones)."""
+        return config_key(self.propensity, self.with_at, self.method,
+                          named=get_protocol(self.protocol).view == "binary")
+
+    @property
+    def params_key(self) -> str:
+        """The configuration's key in parameter files (:func:`atrec.names.config_key`)."""
         return config_key(self.propensity, self.with_at, self.method)
 
     @property
@@ -118,13 +128,15 @@ def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
                          inputs.test, {"user": full.user, "item": full.item,
                                        "rating": full.rating}, inputs.splits)
     params = spec.params.as_dict()
+    binary = getattr(method, "view", None) == "binary"
     with compiled.before_fit(_loop_key(data, spec, inputs), fit_kind(data, spec)):
         if spec.with_at:
             settings = _at_settings(spec)
-            if getattr(method, "view", None) == "binary":
+            if binary:    # the settings as the method applies them: the form that runs
+                settings = method.applied(settings)
                 return fit_binary_at(method, problem, params, settings), settings.as_dict()
             return fit_with_at(method, problem, params, settings), settings.as_dict()
-        settings = _settings(spec)
+        settings = method.applied(_settings(spec)) if binary else _settings(spec)
         return method.fit(problem, params, settings), settings.as_dict()
 
 
@@ -156,6 +168,8 @@ def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
 def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
              result: MethodResult, settings: dict, elapsed: float) -> list[dict]:
     protocol = get_protocol(spec.protocol)
+    # a plug-in whose __init__ skips Method's has no options to say
+    options = getattr(get_method(spec.method, spec.protocol), "option_values", {})
     full = ranking_part(spec, inputs.splits[0])
     ranked = [m for m in protocol.metrics if get_metric(m).kind in AFTER_TRAINING]
     out = []
@@ -167,6 +181,7 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
         record = {
             "schema": SCHEMA, "dataset": spec.dataset, "propensity": spec.propensity,
             "with_at": spec.with_at, "method": record_method(spec.method, spec.with_at),
+            "options": dict(options), "method_key": spec.method,
             "seed": seed, "model_seed": seed, "batch_seed": settings.get("batch_seed"),
             "params": spec.params.as_dict(), "params_source": spec.params_source,
             **({"params_budget": spec.params_budget} if spec.params_budget else {}),
@@ -300,6 +315,8 @@ class ConfigPlan:
             record = None
             if mtime is not None and self.skipped.get(seed) != mtime:
                 record = load_reusable(path)
+            elif mtime is None and seed not in self.skipped:
+                record = load_existing(self.spec, seed, self.root)
             if record is None:
                 left.append(seed)
             else:
@@ -344,7 +361,7 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
     todo, skipped = [], {}
     for seed in spec.seeds:
         path = record_path(spec.dataset, spec.key, spec.label, seed, root)
-        record = None if force else load_reusable(path)
+        record = None if force else load_existing(spec, seed, root)
         if record is not None:
             outcome.records.append(record)
             outcome.reused.append(seed)

@@ -59,7 +59,8 @@ def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
                "propensity": propensity_label(spec.propensity),
                "AT": "with" if spec.with_at else "without", "params": spec.label,
                "budget": spec.params_budget or params_budget(spec.params_source, spec.dataset,
-                                                             spec.key, None, spec.protocol),
+                                                             spec.params_key, None,
+                                                             spec.protocol),
                "seeds": len(outcome.records)}
         for metric in get_protocol(spec.protocol).metrics:
             cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)

@@ -17,10 +17,11 @@ from typing import ClassVar
 import numpy as np
 
 from atrec.methods.hyperparameters import DIM, EPSILON, LAM, Hyperparameter
+from atrec.methods.options import Option, resolve_options, validate_options
 from atrec.protocol import TrainSettings
 
 __all__ = ["DIM", "EPSILON", "LAM", "FitProblem", "Hyperparameter", "Method", "MethodResult",
-           "validate_method_class"]
+           "Option", "validate_method_class"]
 
 
 @dataclass
@@ -165,6 +166,10 @@ class Method:
         True for a method whose :meth:`learner` can serve as A1 and A2 of asymmetric
         tri-training (``--with-at``); False by default, True for every
         :class:`~atrec.methods.learner_method.LearnerMethod`.
+    options : tuple of Option
+        The choices that change what it computes without being tuned
+        (:mod:`atrec.methods.options`): ``name[key=value]`` on the command line, ``+key=value``
+        in its folders and keys. An instance holds its values in ``self.option_values``.
     """
 
     name: ClassVar[str]
@@ -176,6 +181,16 @@ class Method:
     reference_params: ClassVar[dict] = {}
     reference: ClassVar[str] = ""
     serves_in_at: ClassVar[bool] = False
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    def __init__(self, **options) -> None:
+        """A method with ``options`` (name -> value, checked); an option not given takes its
+        default, or, when its default is the protocol's, stays unset (the protocol decides
+        at fit time)."""
+        given = {k: v for k, v in options.items() if v is not None}
+        resolved = resolve_options(type(self), given, default_form="")
+        self.option_values = {o.name: resolved[o.name] for o in self.options
+                              if o.name in given or o.default is not None}
 
     def fit(self, problem: FitProblem, params: dict,
             settings: TrainSettings) -> MethodResult:  # pragma: no cover - abstract
@@ -307,6 +322,7 @@ def validate_method_class(cls: type) -> None:
                          f"'lam' (AT's A3 and the search space use them), got {names}")
     if cls.fit is Method.fit:
         raise ValueError(f"method class {cls.__name__} does not implement fit()")
+    validate_options(cls)
     if not isinstance(getattr(cls, "serves_in_at", None), bool):
         raise ValueError(f"method class {cls.__name__}: 'serves_in_at' must be True or False, "
                          f"got {getattr(cls, 'serves_in_at', None)!r}")

@@ -19,7 +19,9 @@ def _method_rows(registry) -> list[dict]:
         space = "; ".join(f"{h.name}: {h.describe()}" for h in cls.hyperparameters)
         uses = [w for w, flag in (("propensity", cls.uses_propensity), ("MCAR labels",
                                                                         cls.uses_mcar)) if flag]
-        methods.append({"method": entry.name, "label": cls.label,
+        options = {o.name: {"values": dict(o.values), "default": o.default, "help": o.help}
+                   for o in cls.options}
+        methods.append({"method": entry.name, "label": cls.label, "options": options,
                         "hyperparameters (search space)": space,
                         "with AT adds": (f"{EPSILON.name}: {EPSILON.describe()}"
                                          if cls.serves_in_at else "- (cannot serve in AT)"),

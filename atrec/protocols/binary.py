@@ -58,6 +58,12 @@ BINARY_REFERENCE_METRICS = ("mae", "mse", "logloss", "auc", "ndcg5_ref", "recall
 BINARY_CLEAN_METRICS = BINARY_REFERENCE_METRICS + ("ndcg5", "recall5", "precision5_std", "f1_5")
 
 
+def form_value(forms: str) -> str:
+    """A record's ``forms`` setting in today's words: ``reference`` (older records) is
+    ``coded``."""
+    return "coded" if forms == "reference" else forms
+
+
 def binarise(ratings: Ratings) -> Ratings:
     """The same pairs with labels ``1`` (rating >= 3) or ``0``, int8."""
     return Ratings(ratings.user, ratings.item, (ratings.rating >= POSITIVE_FROM).astype(np.int8))
@@ -67,13 +73,20 @@ def binarise(ratings: Ratings) -> Ratings:
 class EpochSettings:
     """How a binary method trains under a protocol: ``stopping`` (``reference``: the code's rule
     on the training loss, last epoch evaluated; ``validation``: early stopping on the validation
-    criterion with ``patience``), ``max_epochs``, and ``forms`` (``reference``: each method as
-    its code computes it; ``corrected``: the corrected forms)."""
+    criterion with ``patience``), ``max_epochs``, and ``forms`` (``coded``: each method as
+    its code computes it; ``corrected``: the corrected forms): the default of a method's
+    ``form`` option, and in a record the form that ran. Records made before the option say
+    ``reference`` for ``coded`` (:func:`form_value`)."""
 
     stopping: str = "reference"
     patience: int = PATIENCE
     max_epochs: int = MAX_EPOCHS
-    forms: str = "reference"
+    forms: str = "coded"
+
+    def __post_init__(self) -> None:
+        if self.forms not in ("coded", "corrected", "reference"):
+            raise ValueError(f"forms must be coded or corrected, got {self.forms!r}")
+        object.__setattr__(self, "forms", form_value(self.forms))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -115,7 +128,7 @@ class BinaryICDE24(_Binary):
     has_validation = False
     split_description = ("all MNAR ratings to train, all MCAR to test; the leaking methods' 5% "
                          "slice drawn per seed and left in the test set; Yahoo ids 1-based")
-    epochs = EpochSettings(stopping="reference", forms="reference")
+    epochs = EpochSettings(stopping="reference", forms="coded")
 
     def split(self, data: RatingData, seed: int) -> Split:
         train, test = self.labelled(data, seed)

@@ -47,7 +47,14 @@ from atrec.evaluation.summary import (
     summarize,
 )
 from atrec.methods.binary.ips import BinaryIPS, BinaryMF
-from atrec.methods.registry import METHODS, base_method, registry_for
+from atrec.methods.options import parse_method
+from atrec.methods.registry import (
+    METHODS,
+    base_method,
+    method_class,
+    method_label,
+    registry_for,
+)
 from atrec.names import DATASETS, DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.propensity.registry import (
     PROPENSITIES,
@@ -186,18 +193,21 @@ def propensity_uses_mcar(name: str) -> bool:
         return False
 
 
-def _method_info(name: str, propensities_seen: set[str], registry=METHODS) -> MethodInfo:
+def _method_info(name: str, propensities_seen: set[str], registry=METHODS,
+                 protocol: str | None = None) -> MethodInfo:
+    """A row's method: ``name`` is a method key (its options named in its label)."""
     try:
-        cls = registry.get(name)
+        cls, label = method_class(name, protocol), method_label(name, protocol)
     except AtrecError:
         uses = bool(propensities_seen - {NO_PROPENSITY}) or not propensities_seen
         return MethodInfo(name, name, uses, False, False)
-    return MethodInfo(name, cls.label, bool(cls.uses_propensity), bool(cls.uses_mcar), True)
+    return MethodInfo(name, label, bool(cls.uses_propensity), bool(cls.uses_mcar), True)
 
 
 def _method_order(name: str, registry=METHODS) -> tuple:
-    names = registry.names()
-    return (names.index(name) if name in names else len(names), name)
+    """Registration order of a key's method, then the key (a method's forms side by side)."""
+    names, base = registry.names(), parse_method(name)[0]
+    return (names.index(base) if base in names else len(names), name)
 
 
 def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = None,
@@ -234,14 +244,15 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
         if isinstance(r, dict) and record_label(r) in labels:
             seen.setdefault(base_method(r), set()).add(str(r.get("propensity")))
     if methods:
-        bad = [m for m in methods if m not in seen and m not in registry.names()]
+        bad = [m for m in methods
+               if m not in seen and parse_method(m)[0] not in registry.names()]
         if bad:
             raise AtrecError(f"unknown method '{bad[0]}': choose from "
                              f"{', '.join(sorted({*registry.names(), *seen}, key=order))}")
         chosen = list(dict.fromkeys(methods))
     else:
         chosen = sorted(seen, key=order)
-    infos = tuple(_method_info(m, seen.get(m, set()), registry) for m in chosen)
+    infos = tuple(_method_info(m, seen.get(m, set()), registry, protocol) for m in chosen)
     # each configuration's results come from the first listed parameter set that has them
     summaries = {m: merge_summaries([summarize(records, params=lab, datasets=folders,
                                                expected_seeds=expected_seeds, method=m)

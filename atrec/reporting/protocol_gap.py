@@ -14,7 +14,10 @@ Per method and protocol the table shows AUC, nDCG@5 and Recall@5, each protocol 
 convention (``binary-icde24``: a test user without a positive counts as the reference code
 counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the method's rank
 among the methods of that protocol by AUC and by nDCG@5 (1 = best; tied means share the better
-rank, so 1, 1, 3). A method *beats MF* under a protocol on a metric when its paired t-test
+rank, so 1, 1, 3). A method with a ``form`` has a row at each protocol's default (``dr``: the
+code's form under ``binary-icde24``, the corrected one under ``binary-clean``) and a row per
+form named (``dr+form=coded``: the code's form under both), so a form is compared with itself
+across the protocols; ranks count each run once. A method *beats MF* under a protocol on a metric when its paired t-test
 against MF over the seeds both have (:func:`atrec.evaluation.significance.method_tests`) has a
 Holm-adjusted p below 0.05 and its mean is the better one; the Holm family is one protocol's
 tests, every method x {AUC, nDCG@5}. Methods that read MCAR labels (``uses_mcar``) carry ``†``.
@@ -34,6 +37,8 @@ from atrec.errors import AtrecError
 from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
 from atrec.evaluation.significance import ALPHA, MethodTest, method_tests
 from atrec.evaluation.summary import dataset_order
+from atrec.methods.options import parse_method
+from atrec.methods.registry import canonical, registry_for
 from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
@@ -42,6 +47,7 @@ from atrec.reporting.benchmark import (
     BINARY_BASELINE,
     MCAR_MARK,
     Benchmark,
+    _method_order,
     label_of,
     load_benchmark,
     row_sources,
@@ -77,24 +83,42 @@ class Gap:
     tests: dict
     notices: tuple[str, ...]
 
-    def mean(self, protocol: str, method: str, metric: str) -> float | None:
+    def key(self, protocol: str, method: str) -> str | None:
+        """The key under ``protocol`` of a row (module doc: a method at each protocol's
+        default, or in a form named by the row), ``None`` where that protocol has no results
+        of it."""
         bench = self.benches.get(protocol)
-        if bench is None or method not in bench.summaries:
+        if bench is None:
             return None
-        return bench.mean(self.dataset, method, NO_PROPENSITY, False, metric)
+        if method in bench.summaries:
+            return method
+        try:
+            key = canonical(method, protocol)
+        except AtrecError:
+            return None
+        return key if key in bench.summaries else None
+
+    def mean(self, protocol: str, method: str, metric: str) -> float | None:
+        key = self.key(protocol, method)
+        if key is None:
+            return None
+        return self.benches[protocol].mean(self.dataset, key, NO_PROPENSITY, False, metric)
 
     def rank(self, protocol: str, method: str, metric: str) -> int | None:
         """1 + the number of methods with a strictly better mean (``None`` without results)."""
         mine = self.mean(protocol, method, metric)
         if mine is None:
             return None
-        others = [self.mean(protocol, m, metric) for m in self.methods]
+        keys = {self.key(protocol, m) for m in self.methods} - {None}
+        others = [self.benches[protocol].mean(self.dataset, k, NO_PROPENSITY, False, metric)
+                  for k in keys]
         lower = LOWER_IS_BETTER[metric]
         return 1 + sum(v is not None and (v < mine if lower else v > mine) for v in others)
 
     def test(self, protocol: str, method: str, metric: str) -> MethodTest | None:
+        key = self.key(protocol, method)
         return next((t for t in self.tests.get(protocol, ()) if (t.method, t.metric) ==
-                     (method, metric)), None)
+                     (key, metric)), None)
 
     def beats_mf(self, protocol: str, method: str, metric: str) -> bool | None:
         """Whether ``method`` beats MF significantly (module doc); ``None`` when untested."""
@@ -104,8 +128,14 @@ class Gap:
         return bool(t.t_significant and t.method_better)
 
     def label(self, method: str) -> str:
+        """A row's label: the method's, naming the options its key names (``DR
+        (form=coded)``; a row without: each protocol's default form)."""
         bench = next(b for b in (*self.benches.values(),))
-        return label_of(bench, method)
+        name, options = parse_method(method)
+        if not options:
+            return label_of(bench, method)
+        base = label_of(bench, name) if name in bench.summaries else name
+        return f"{base} ({', '.join(f'{k}={v}' for k, v in options.items())})"
 
     @property
     def synthetic(self) -> str | None:
@@ -119,15 +149,15 @@ class Gap:
         return dataset_label(self.dataset, self.synthetic)
 
     def uses_mcar(self, method: str) -> bool:
-        return any(b.info(method).uses_mcar for b in self.benches.values()
-                   if method in {i.name for i in b.methods})
+        return any(self.benches[p].info(self.key(p, method)).uses_mcar for p in self.benches
+                   if self.key(p, method) in {i.name for i in self.benches[p].methods})
 
     def params(self, protocol: str, method: str) -> tuple[str, str]:
         """``(parameter set, budget)`` of the method's row under ``protocol`` (``-`` if none)."""
-        bench = self.benches.get(protocol)
-        if bench is None or method not in {i.name for i in bench.methods}:
+        bench, key = self.benches.get(protocol), self.key(protocol, method)
+        if bench is None or key not in {i.name for i in bench.methods}:
             return "-", "-"
-        return row_sources(bench, self.dataset, method, NO_PROPENSITY)
+        return row_sources(bench, self.dataset, key, NO_PROPENSITY)
 
 
 def protocol_gap(root: Path | None = None, dataset: str = "coat",
@@ -155,7 +185,11 @@ def protocol_gap(root: Path | None = None, dataset: str = "coat",
                          f"{base}: run 'atrec reproduce --binary' (or 'atrec train --protocol "
                          f"binary-icde24 --params reference --method all --dataset {dataset}')",
                          exit_code=3)
-    names = list(dict.fromkeys(i.name for b in benches.values() for i in b.methods))
+    # a row per key of either protocol: a method at each protocol's default form, and each
+    # other form by name under both, so a form is compared with itself across the protocols
+    registry = registry_for(REFERENCE_PROTOCOL)
+    names = sorted(dict.fromkeys(i.name for b in benches.values() for i in b.methods),
+                   key=lambda m: _method_order(m, registry))
     tests = {}
     for name, bench in benches.items():
         rows = [(dataset, m, NO_PROPENSITY) for m in names if m in bench.summaries]

@@ -18,6 +18,7 @@ from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class, regist
 from atrec.names import DATASETS, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol, results_root
+from atrec.results.param_keys import _known_method, entry_key
 from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' names live there)
     DEFAULT_CHAIN,
     DEFAULT_PARAMS,
@@ -184,11 +185,12 @@ def check_table(table: dict, where: str, datasets: bool = True,
             method = method or DEFAULT_METHOD
             propensity = rest.removesuffix("-at")
             names = registry_for(protocol).names()   # a binary protocol's methods are its own
-            if method not in names or propensity not in (*PROPENSITIES.names(),
-                                                                    NO_PROPENSITY):
+            if not _known_method(method, protocol) or propensity not in (*PROPENSITIES.names(),
+                                                                         NO_PROPENSITY):
                 raise AtrecError(
                     f"unknown configuration '{key}' under '{dataset}' in parameter file {where}: "
-                    f"give [<method>/]<propensity>[-at], methods {', '.join(names)}, "
+                    f"give [<method>[+option=value]/]<propensity>[-at], methods "
+                    f"{', '.join(names)}, "
                     f"propensities {', '.join(PROPENSITIES.names())} (or {NO_PROPENSITY})")
             if isinstance(entry, dict):
                 check_entry(entry, dataset, key, where, method, protocol)
@@ -196,15 +198,18 @@ def check_table(table: dict, where: str, datasets: bool = True,
 
 
 def lookup(table: dict, dataset: str, key: str, source_label: str,
-           method: str = DEFAULT_METHOD, protocol: str | None = None) -> HyperParams:
-    """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table, validated against
-    ``method``'s hyperparameters (types, finiteness, ranges); a bad value is one line naming
-    the key, the value and the allowed range."""
+           method: str = DEFAULT_METHOD, protocol: str | None = None,
+           base: bool = False) -> HyperParams:
+    """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table (under the key, or
+    a name its method had: :func:`entry_key`), validated against ``method``'s hyperparameters
+    (types, finiteness, ranges); a bad value is one line naming the key, the value and the
+    allowed range."""
     section = table.get(dataset)
     if section is not None and not isinstance(section, dict):
         raise AtrecError(f"bad parameters for {dataset} in {source_label}: the entry must map "
                          f"configuration -> parameters, got {section!r:.60}; fix the file")
-    entry = (section or {}).get(key)
+    found = entry_key(section or {}, key, protocol, base)
+    entry = (section or {}).get(found) if found else None
     if entry is None:
         flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
         raise AtrecError(
@@ -258,8 +263,7 @@ def chain_lookup(sets, dataset: str, propensity: str, with_at: bool, method: str
                     raise
                 tables[source] = ({}, source)
         table, label = tables[source]
-        section = table.get(dataset)
-        if isinstance(section, dict) and section.get(key) is not None:
+        if entry_key(table.get(dataset), key) is not None:
             return lookup(table, dataset, key, label, method), label
     return None
 
@@ -295,15 +299,15 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
     if protocol != DEFAULT_PROTOCOL and not Path(source).is_file():
         return _protocol_params(source, dataset, key, method, protocol)
     if source == PUBLISHED and method != DEFAULT_METHOD:
-        table, label = METHODS.get(method).reference_params, PUBLISHED
-        if not (table.get(dataset) or {}).get(key):
+        table, label = method_class(method).reference_params, PUBLISHED
+        if entry_key(table.get(dataset) or {}, key, base=True) is None:
             raise AtrecError(f"method '{method}' publishes no parameters for {dataset}/{key}: "
                              f"give --params {DEFAULT_PARAMS} (the default), or run "
                              f"'{tune_command_for(dataset, propensity, with_at, method)}' and "
                              f"use --params tuned")
     else:
         table, label = load_param_table(source, protocol)
-    return lookup(table, dataset, key, label, method, protocol), label
+    return lookup(table, dataset, key, label, method, protocol, base=source == PUBLISHED), label
 
 
 def protocol_chain_lookup(sets, dataset: str, key: str, method: str,
@@ -369,10 +373,11 @@ def _protocol_params(source: str, dataset: str, key: str, method: str,
     elif source == TUNED_ATREC:   # shipped: atrec/resources/<protocol>_tuned_params.yaml
         ref = resources.files("atrec") / "resources" / protocol_shipped_file(protocol)
         table, label = yaml.safe_load(ref.read_text()), source
-    else:
+    else:   # the reference code's constants: the same in every form (base)
         table, label = proto.reference_params, source
-        if key not in (table.get(dataset) or {}):   # values the method ships for this protocol
-            table = method_class(method, protocol).reference_params
+        if entry_key(table.get(dataset) or {}, key, protocol, base=True) is None:
+            table = method_class(method, protocol).reference_params   # the method's own
+        return lookup(table, dataset, key, label, method, protocol, base=True), label
     return lookup(table, dataset, key, label, method, protocol), label
 
 

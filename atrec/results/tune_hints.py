@@ -4,7 +4,7 @@ the gap, and the one-line errors that name them with the sets tried."""
 from __future__ import annotations
 
 from atrec.errors import AtrecError
-from atrec.methods.registry import DEFAULT_METHOD, METHODS
+from atrec.methods.registry import DEFAULT_METHOD, method_class
 from atrec.names import config_key
 from atrec.results.param_sets import TUNED
 
@@ -19,7 +19,7 @@ def _tune_command(dataset: str, methods, propensities, with_at: bool) -> str:
     if list(methods) != [DEFAULT_METHOD]:
         parts.append(f"--method {','.join(methods)}")
     parts.append(f"--dataset {dataset}")
-    if METHODS.get(methods[0]).uses_propensity:
+    if method_class(methods[0]).uses_propensity:
         parts.append(f"--propensity {','.join(propensities)}")
     parts.append("--with-at" if with_at else "--without-at")
     return " ".join(parts)
@@ -34,7 +34,7 @@ def tune_commands_for(configs) -> list[str]:
         props.setdefault((dataset, with_at, method), []).append(propensity)
     groups: dict[tuple, list[str]] = {}
     for (dataset, with_at, method), names in props.items():
-        uses = METHODS.get(method).uses_propensity
+        uses = method_class(method).uses_propensity
         groups.setdefault((dataset, with_at, uses, tuple(names) if uses else ()), []).append(method)
     return [_tune_command(dataset, methods, list(names), with_at)
             for (dataset, with_at, _, names), methods in groups.items()]

@@ -3,8 +3,9 @@ method class (a :class:`~atrec.methods.binary.base.BinaryMethod`, ``view = "bina
 
 On small synthetic data split by each binary protocol, with a few epochs: the class's
 declarations (its reference values for Coat and Yahoo! R3 among them), a fit under each
-protocol's settings (``binary-icde24``: the reference rule and forms; ``binary-clean``: early
-stopping on validation and the corrected forms) giving a result of the contract's shapes and
+protocol's settings (``binary-icde24``: the reference rule; ``binary-clean``: early
+stopping on validation), in each of the class's forms (each distinct run once:
+:func:`fit_cases`), giving a result of the contract's shapes and
 probabilities in (0, 1), each seed's numbers the same bits beside another seed as beside a copy
 of itself, asymmetric tri-training for a class that declares ``serves_in_at``, and
 hyperparameter checks that name the bad value.
@@ -24,8 +25,9 @@ from atrec.data.ratings import RatingData
 from atrec.experiments.inputs import stack_inputs
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.binary.at import fit_binary_at
-from atrec.methods.binary.base import BATCH, COMMON, BinaryMethod
+from atrec.methods.binary.base import BATCH, COMMON, FORM, BinaryMethod
 from atrec.methods.binary.registry import validate_binary_method_class
+from atrec.methods.options import case_id, option_cases
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.protocols import get_protocol
 from atrec.testing.data import check_declarations, run_checks, small_data
@@ -43,7 +45,6 @@ PATIENCE = 1
 SEEDS = (0, 1)
 """A fit of ``(s, t)``; the independence check fits ``(s, s)`` beside it, at the same width."""
 AT_PROTOCOL = "binary-icde24"
-FORMS = ("", "reference", "corrected")
 REFERENCE_DATASETS = ("coat", "yahoo")
 BINARY_FLAGS = ("uses_propensity", "uses_mcar", "serves_in_at", "leaks")
 
@@ -99,13 +100,20 @@ class BinaryMethodChecks(HyperparameterChecks):
         their loops (a method's stages do not read ``epsilon``)."""
         return small_params(self.cls, self.cls.serves_in_at)
 
-    def fit(self, protocol: str, seeds=SEEDS) -> MethodResult:
-        """The class fitted on ``seeds`` with :attr:`params` under ``protocol``'s settings
-        (made once)."""
-        key = (protocol, tuple(seeds))
+    def fit(self, protocol: str, seeds=SEEDS, options: dict | None = None) -> MethodResult:
+        """The class with ``options`` (default: its defaults, the protocol's form) fitted on
+        ``seeds`` with :attr:`params` under ``protocol``'s settings (made once)."""
+        options = dict(options or {})
+        key = (protocol, tuple(seeds), tuple(sorted(options.items())))
         if key not in self._fits:
             problem = fit_problem(self.data[protocol], protocol, seeds)
-            self._fits[key] = self.cls().fit(problem, self.params, epoch_settings(protocol))
+            method = self.cls(**options)
+            settings = epoch_settings(protocol)
+            if FORM.name in options:      # what ran is what the settings as applied say
+                assert method.applied(settings).forms == options[FORM.name], (
+                    f"{case_id(options)}: the settings as applied say "
+                    f"{method.applied(settings).forms}")
+            self._fits[key] = method.fit(problem, self.params, settings)
         return self._fits[key]
 
     # --- what the class declares ---------------------------------------------------------------
@@ -115,7 +123,8 @@ class BinaryMethodChecks(HyperparameterChecks):
         ``lr``, and ``batch_size`` where the class serves in AT with the default
         ``at_batch_size`` (A3 is batched by it; a method trained on batches of all pairs, as
         ESMM, has no batch of observed pairs and sizes A3's itself); a known ``form``;
-        ``uses_mcar`` where it ``leaks``; ``train`` written."""
+        ``uses_mcar`` where it ``leaks``; ``train`` written; the ``form`` option where the
+        class says how its reference code's form differs (``reference_forms``)."""
         cls = self.cls
         check_declarations(cls, validate_binary_method_class, BINARY_FLAGS)
         check_hyperparameter_declarations(cls)
@@ -124,8 +133,11 @@ class BinaryMethodChecks(HyperparameterChecks):
         missing = [h.name for h in COMMON if h.name not in names
                    and (h.name != BATCH.name or batched_at)]
         assert not missing, f"hyperparameters lack the common {missing}"
-        assert cls.form in FORMS, f"form {cls.form!r}: one of {FORMS}"
         assert isinstance(cls.reference_forms, str), "reference_forms: a string"
+        has_form = any(o.name == FORM.name for o in cls.options)
+        assert has_form == bool(cls.reference_forms), (
+            "a class whose reference code has a form to correct (reference_forms) declares "
+            "the form option, and only such a class")
         assert not cls.leaks or cls.uses_mcar, "a method that leaks declares uses_mcar"
         assert cls.train is not BinaryMethod.train, "train() is not implemented"
 
@@ -155,11 +167,12 @@ class BinaryMethodChecks(HyperparameterChecks):
 
     # --- what a fit returns --------------------------------------------------------------------
 
-    def result_shapes(self, protocol: str) -> None:
-        """The fit's result has the contract's shapes, probabilities in (0, 1), finite errors,
-        and the epoch it reports is the rule's: the last one trained under the reference rule,
-        the first of lowest validation criterion under early stopping."""
-        res = self.fit(protocol)
+    def result_shapes(self, protocol: str, options: dict | None = None) -> None:
+        """The fit's result (the class with ``options``) has the contract's shapes,
+        probabilities in (0, 1), finite errors, and the epoch it reports is the rule's: the
+        last one trained under the reference rule, the first of lowest validation criterion
+        under early stopping."""
+        res = self.fit(protocol, options=options)
         n_full = len(fit_problem(self.data[protocol], protocol, SEEDS[:1]).test_full["user"])
         res.check(len(SEEDS), n_full)
         scores = np.asarray(res.scores)
@@ -186,13 +199,13 @@ class BinaryMethodChecks(HyperparameterChecks):
             assert np.ndim(values) == 2 and np.shape(values)[1] == len(SEEDS), (
                 f"trace {name}: shape {np.shape(values)}")
 
-    def replicas_are_independent(self, protocol: str) -> None:
+    def replicas_are_independent(self, protocol: str, options: dict | None = None) -> None:
         """Seed ``s``'s numbers are the same bits in a fit of ``(s, t)`` as in a fit of
         ``(s, s)`` (so as in any other fit of that width: determinism too), and the two
         replicas of ``(s, s)`` are the same bits. A method whose replicas read one another's
         data or parameters fails this."""
         s = SEEDS[0]
-        mixed, alone = self.fit(protocol), self.fit(protocol, (s, s))
+        mixed, alone = self.fit(protocol, options=options), self.fit(protocol, (s, s), options)
         for name in ("scores", "mae", "mse", "best_step", "best_val_loss"):
             a, b = np.asarray(getattr(mixed, name)), np.asarray(getattr(alone, name))
             np.testing.assert_array_equal(a[0], b[0], strict=True,
@@ -278,12 +291,20 @@ def check_binary_method(cls: type[BinaryMethod], data: RatingData | None = None)
              ("reference_values", checks.reference_values),
              ("parameters_must_be_a_mapping", checks.parameters_must_be_a_mapping),
              ("bad_hyperparameters", checks.bad_hyperparameters)]
-    for protocol in PROTOCOLS:
-        steps += [(f"{name} ({protocol})", _bound(getattr(checks, name), protocol))
+    for protocol, options in fit_cases(cls):
+        steps += [(f"{name} ({protocol}, {case_id(options)})",
+                   _bound(getattr(checks, name), protocol, options))
                   for name in ("result_shapes", "replicas_are_independent")]
     steps.append(("serves_in_at", checks.serves_in_at))
     run_checks(f"binary method class {cls.__name__}", steps)
 
 
-def _bound(check, protocol: str):
-    return lambda: check(protocol)
+def fit_cases(cls: type) -> list[tuple[str, dict]]:
+    """``(protocol, options)`` of each distinct run the checks fit: every protocol of
+    :data:`PROTOCOLS`, with each case of :func:`~atrec.methods.options.option_cases` (a method
+    with a ``form``: both forms under both protocols)."""
+    return [(protocol, options) for protocol in PROTOCOLS for options in option_cases(cls)]
+
+
+def _bound(check, protocol: str, options: dict):
+    return lambda: check(protocol, options)

@@ -2,9 +2,11 @@
 
 On a small synthetic MNAR data set (:func:`small_data`), with few steps: the result's shapes,
 the same seeds giving the same numbers bit for bit, a seed's record the same bits whichever
-seeds it is trained with, the record a run writes, hyperparameter checks that name the bad value, and the
-class's declarations. A method that declares ``serves_in_at`` is checked inside asymmetric
-tri-training (as A1 and A2) too. A binary method gets the binary contract instead
+seeds it is trained with, the record a run writes (its options among what it says ran),
+hyperparameter checks that name the bad value, and the class's declarations; a class with
+options is checked once per option value (:func:`~atrec.methods.options.option_cases`). A
+method that declares ``serves_in_at`` is checked inside asymmetric tri-training (as A1 and A2)
+too. A binary method gets the binary contract instead
 (:mod:`atrec.testing.binary`).
 
 :class:`MethodChecks` holds the checks one by one, sharing the fits they need, so that a test
@@ -27,6 +29,7 @@ from atrec.learners import layout
 from atrec.learners.base import Learner
 from atrec.methods.base import FitProblem, Method, MethodResult, validate_method_class
 from atrec.methods.binary.base import VIEW
+from atrec.methods.options import case_id, method_key, option_cases, resolve_options
 from atrec.methods.registry import METHODS, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import NO_PROPENSITY
@@ -63,9 +66,11 @@ def fit_problem(data: RatingData, cls: type[Method], seeds) -> FitProblem:
                       inputs.splits)
 
 
-def fit(data: RatingData, cls: type[Method], with_at: bool, seeds=SEEDS) -> MethodResult:
-    """``cls`` fitted on ``seeds`` together with its smallest parameters, alone or inside AT."""
-    method = cls()
+def fit(data: RatingData, cls: type[Method], with_at: bool, seeds=SEEDS,
+        options: dict | None = None) -> MethodResult:
+    """``cls`` with ``options`` fitted on ``seeds`` together with its smallest parameters,
+    alone or inside AT."""
+    method = cls(**(options or {}))
     params = small_params(cls, with_at)
     if with_at:
         return fit_with_at(method, fit_problem(data, cls, seeds), params, AT_SETTINGS)
@@ -98,10 +103,17 @@ class MethodChecks(HyperparameterChecks):
     one check and raises ``AssertionError`` when the class breaks it; fits are made once and
     shared between the checks that need them."""
 
-    def __init__(self, cls: type[Method], data: RatingData | None = None) -> None:
+    def __init__(self, cls: type[Method], data: RatingData | None = None,
+                 options: dict | None = None) -> None:
         self.cls = cls
         self.data = data if data is not None else small_data()
+        self.options = dict(options or {})     # the case checked (atrec.methods.options)
         self._stacked: dict[bool, MethodResult] = {}
+
+    @property
+    def key(self) -> str:
+        """The method key of the case (``dr-jl+weighting=mrdr``), as runs file it."""
+        return method_key(self.cls, resolve_options(self.cls, self.options))
 
     @property
     def at_options(self) -> tuple[bool, ...]:
@@ -111,7 +123,7 @@ class MethodChecks(HyperparameterChecks):
     def stacked(self, with_at: bool) -> MethodResult:
         """The fit of :data:`SEEDS` together (made once)."""
         if with_at not in self._stacked:
-            self._stacked[with_at] = fit(self.data, self.cls, with_at)
+            self._stacked[with_at] = fit(self.data, self.cls, with_at, options=self.options)
         return self._stacked[with_at]
 
     # --- what the class declares ---------------------------------------------------------------
@@ -132,7 +144,7 @@ class MethodChecks(HyperparameterChecks):
         if not self.cls.serves_in_at:
             return
         problem = fit_problem(self.data, self.cls, SEEDS[:1])
-        learner = self.cls().learner(small_params(self.cls, True), problem)
+        learner = self.cls(**self.options).learner(small_params(self.cls, True), problem)
         assert isinstance(learner, Learner), f"learner() gave {learner!r}, not a Learner"
         assert learner.init is not None and learner.scores is not None, "init and scores"
 
@@ -159,7 +171,7 @@ class MethodChecks(HyperparameterChecks):
             assert np.shape(values) == (steps, len(SEEDS)), key
 
     def same_seeds_same_numbers(self, with_at: bool) -> None:
-        again = fit(self.data, self.cls, with_at)
+        again = fit(self.data, self.cls, with_at, options=self.options)
         first = self.stacked(with_at)
         assert_same(first, again)
         assert first.traces.keys() == again.traces.keys()
@@ -192,7 +204,7 @@ class MethodChecks(HyperparameterChecks):
         cls, data = self.cls, self.data
         params = HyperParams.from_values(small_params(cls, with_at))
         spec = RunSpec(data.name, propensity_for(cls), with_at, params, "published",
-                       tuple(seeds), SETTINGS, AT_SETTINGS if with_at else None, method=cls.name)
+                       tuple(seeds), SETTINGS, AT_SETTINGS if with_at else None, method=self.key)
         with registered(METHODS, cls), _stack_width(len(SEEDS)):
             outcome = run_config(data, spec, root)
         assert outcome.trained == list(seeds), outcome.trained
@@ -213,7 +225,7 @@ class MethodChecks(HyperparameterChecks):
         cls, data = self.cls, self.data
         params = HyperParams.from_values(small_params(cls, with_at))
         spec = RunSpec(data.name, propensity_for(cls), with_at, params, "published", SEEDS,
-                       SETTINGS, AT_SETTINGS if with_at else None, method=cls.name)
+                       SETTINGS, AT_SETTINGS if with_at else None, method=self.key)
         with registered(METHODS, cls), _stack_width(len(SEEDS)):
             outcome = run_config(data, spec, root)
         assert outcome.trained == list(SEEDS), outcome.trained
@@ -228,6 +240,8 @@ class MethodChecks(HyperparameterChecks):
             assert rec["dataset"] == data.name and rec["propensity"] == spec.propensity
             assert rec["with_at"] is with_at
             assert rec["method"] == record_method(cls.name, with_at)
+            assert rec["options"] == resolve_options(cls, self.options)   # what ran
+            assert rec["method_key"] == self.key
             assert rec["seed"] == seed and isinstance(rec["seed"], int)
             assert rec["params"] == params.as_dict()
             assert rec["params_source"] == "published"
@@ -275,16 +289,20 @@ def check_method(cls: type[Method], data: RatingData | None = None) -> None:
     if getattr(cls, "view", None) == VIEW:
         check_binary_method(cls, data)
         return
-    checks = MethodChecks(cls, data)
-    plain = [("declares_the_contract", checks.declares_the_contract),
-             ("parameters_must_be_a_mapping", checks.parameters_must_be_a_mapping),
-             ("bad_hyperparameters", checks.bad_hyperparameters),
-             ("learner_serves_in_at", checks.learner_serves_in_at)]
-    per_at = ["result_shapes", "same_seeds_same_numbers", "record_same_bits_whichever_seeds",
-              "run_writes_a_record"]
-    steps = plain + [(f"{name}{' (with AT)' if with_at else ''}",
-                      _bound(getattr(checks, name), with_at))
-                     for with_at in checks.at_options for name in per_at]
+    steps = []
+    for k, options in enumerate(option_cases(cls)):   # each option value, one run each
+        checks = MethodChecks(cls, data, options)
+        where = "" if not options else f" ({case_id(options)})"
+        if k == 0:
+            steps += [("declares_the_contract", checks.declares_the_contract),
+                      ("parameters_must_be_a_mapping", checks.parameters_must_be_a_mapping),
+                      ("bad_hyperparameters", checks.bad_hyperparameters)]
+        steps.append((f"learner_serves_in_at{where}", checks.learner_serves_in_at))
+        per_at = ["result_shapes", "same_seeds_same_numbers",
+                  "record_same_bits_whichever_seeds", "run_writes_a_record"]
+        steps += [(f"{name}{where}{' (with AT)' if with_at else ''}",
+                   _bound(getattr(checks, name), with_at))
+                  for with_at in checks.at_options for name in per_at]
     run_checks(f"method class {cls.__name__}", steps)
 
 

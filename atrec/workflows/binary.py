@@ -1,9 +1,10 @@
 """``atrec reproduce --binary`` (``BINARY=1 make reproduce``): every registered binary method
-under both binary protocols on every dataset there is, then the protocol-gap report.
+in each of its forms under both binary protocols on every dataset there is, then the
+protocol-gap report.
 
 :func:`plan_binary` says what runs, without training anything: per protocol of
-:data:`~atrec.reporting.protocol_gap.GAP_PROTOCOLS`, per dataset, the methods of
-:func:`~atrec.methods.registry.registry_for` grouped by the parameter set they train with, the
+:data:`~atrec.reporting.protocol_gap.GAP_PROTOCOLS`, per dataset, every method in each form
+(:func:`~atrec.methods.registry.every_form`) grouped by the parameter set they train with, the
 one :mod:`atrec.reporting.protocol_gap` reads:
 
 * ``binary-icde24``: ``reference`` (the reference code's values), each protocol's
@@ -32,7 +33,7 @@ from pathlib import Path
 from atrec.errors import AtrecError
 from atrec.experiments.training import TrainRequest, train
 from atrec.fileio import atomic_write_text
-from atrec.methods.registry import registry_for
+from atrec.methods.registry import every_form
 from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
@@ -68,10 +69,10 @@ def _params_set(protocol: str, dataset: str, method: str, tables: dict) -> str |
 def plan_binary(datasets: Sequence[str], methods: Sequence[str] | None = None
                 ) -> tuple[list[BinaryPlan], list[str]]:
     """The plans (module doc) and a notice per method left out; ``methods`` default: every
-    registered binary method."""
+    registered binary method in each of its forms."""
     plans, notices = [], []
     for protocol in GAP_PROTOCOLS:
-        names = list(methods) if methods else list(registry_for(protocol).names())
+        names = list(methods) if methods else every_form(protocol)
         tables: dict = {}
         for dataset in datasets:
             groups: dict[str, list[str]] = {}

@@ -7,6 +7,7 @@ import pytest
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.methods.binary.ips import BinaryMF, reference_table
+from atrec.methods.options import Option
 from atrec.runtime import tf
 from atrec.testing import check_binary_method, check_method
 from atrec.testing.binary import BinaryMethodChecks
@@ -39,7 +40,10 @@ def test_a_sound_class_passes_its_declarations():
 
 @pytest.mark.parametrize("attrs, check, message", [
     ({"leaks": True}, "declares_the_contract", "a method that leaks declares uses_mcar"),
-    ({"form": "fixed"}, "declares_the_contract", "form 'fixed'"),
+    ({"reference_forms": "the code's bug"}, "declares_the_contract",
+     "declares the form option"),
+    ({"options": (Option("scale", (("one", "as is"),), "two"),)}, "declares_the_contract",
+     "option scale's default 'two' is not among one"),
     ({"reference_params": {d: {**v, "x-mf/none-at": {**VALUES, "epsilon": 0.1}}
                            for d, v in reference_table("x-mf", VALUES, VALUES).items()}},
      "reference_values", "has entry 'x-mf/none-at'"),
@@ -58,7 +62,7 @@ def test_a_broken_declaration_is_named_with_its_check(attrs, check, message):
 def test_check_method_gives_a_binary_class_the_binary_contract():
     with pytest.raises(AssertionError, match="binary method class XMf fails check "
                                              "'declares_the_contract'"):
-        check_method(_binary("x-mf", form="fixed"))
+        check_method(_binary("x-mf", reference_forms="the code's bug"))
 
 
 def test_replicas_that_read_each_other_fail_the_independence_check():
@@ -67,3 +71,24 @@ def test_replicas_that_read_each_other_fail_the_independence_check():
     checks.result_shapes("binary-icde24")        # shapes and epochs are no defence
     with pytest.raises(AssertionError, match="seed 0's scores beside seed 1"):
         checks.replicas_are_independent("binary-icde24")
+
+
+def test_a_plugins_options_are_checked_each_value_under_each_protocol():
+    """A plug-in's own option is checked as the built-ins' are: one fit per value under each
+    binary protocol (atrec.methods.options.option_cases), each fit with the value it names."""
+    seen = []
+
+    class Scaled(BinaryMF):
+        name, label, description, serves_in_at = "scaled-mf", "Scaled MF", "MF", False
+        reference_params = reference_table("scaled-mf", VALUES, VALUES)
+        options = (Option("scale", (("one", "as is"), ("half", "half the lr")), "one",
+                          "the learning rate's scale"),)
+
+        def fit(self, problem, params, settings):
+            seen.append((settings.stopping, self.option_values["scale"]))
+            if self.option_values["scale"] == "half":
+                params = {**params, "lr": params["lr"] / 2}
+            return super().fit(problem, params, settings)
+
+    check_binary_method(Scaled)
+    assert set(seen) == {(s, v) for s in ("reference", "validation") for v in ("one", "half")}

@@ -1,6 +1,6 @@
-"""One contract over every registered binary method, built-in (named variants included) or
-installed plug-in: a method found through the binary registry gets these tests without writing
-any (one contract over the registry).
+"""One contract over every registered binary method, built-in or installed plug-in, in each of
+its forms under each protocol (each distinct run once, :func:`fit_cases`): a method found
+through the binary registry gets these tests without writing any (one contract over the registry).
 
 The checks are atrec's public ones (:mod:`atrec.testing.binary`, what ``check_binary_method``
 runs), each a test here per method: the declarations and reference values, a fit under each
@@ -16,12 +16,14 @@ import functools
 import pytest
 
 from atrec.methods.binary.registry import BINARY_METHODS
-from atrec.testing.binary import PROTOCOLS, BinaryMethodChecks
+from atrec.methods.options import case_id
+from atrec.testing.binary import BinaryMethodChecks, fit_cases
 
 # collected now: the registry loads the installed plug-ins on this first use
 NAMES = BINARY_METHODS.names()
-FITS = [pytest.param(name, protocol, id=f"{name}-{protocol}")
-        for name in NAMES for protocol in PROTOCOLS]
+FITS = [pytest.param(name, protocol, options,
+                     id=f"{name}-{protocol}" + (f"-{case_id(options)}" if options else ""))
+        for name in NAMES for protocol, options in fit_cases(BINARY_METHODS.get(name))]
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +46,14 @@ def test_bad_hyperparameters_are_value_errors_naming_the_value(name, checks):
     checks(name).bad_hyperparameters()
 
 
-@pytest.mark.parametrize("name, protocol", FITS)
-def test_a_fit_has_the_contracts_shapes_and_epoch(name, protocol, checks):
-    checks(name).result_shapes(protocol)
+@pytest.mark.parametrize("name, protocol, options", FITS)
+def test_a_fit_has_the_contracts_shapes_and_epoch(name, protocol, options, checks):
+    checks(name).result_shapes(protocol, options)
 
 
-@pytest.mark.parametrize("name, protocol", FITS)
-def test_a_seeds_numbers_are_the_same_bits_beside_any_seed(name, protocol, checks):
-    checks(name).replicas_are_independent(protocol)
+@pytest.mark.parametrize("name, protocol, options", FITS)
+def test_a_seeds_numbers_are_the_same_bits_beside_any_seed(name, protocol, options, checks):
+    checks(name).replicas_are_independent(protocol, options)
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if BINARY_METHODS.get(n).serves_in_at])

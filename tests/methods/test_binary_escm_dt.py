@@ -12,6 +12,7 @@ import pytest
 from atrec.learners.epochs import Batch, Group, StepState, new_opt
 from atrec.methods.binary import dt, escm2, joint, multi
 from atrec.methods.binary.registry import BINARY_METHODS
+from atrec.protocols import get_protocol
 from atrec.runtime import tf
 
 F64 = tf.float64
@@ -287,12 +288,19 @@ def test_each_protocol_runs_its_form():
     assert m._stage(_run(False), {"x": 0}).extra == 0          # the code draws no pair from all
     assert m._stage(_run(True), {"x": 0}).extra == 2
     assert multi.BinaryMultiDR()._stage(_run(True), {}).step is multi.multi_dr_fixed
-    for name in ("escm2-ips-corrected", "escm2-dr-corrected", "multi-ips-corrected",
-                 "multi-dr-corrected"):
-        assert BINARY_METHODS.get(name).form == "corrected"
+    from atrec.methods.registry import canonical, resolve
+
+    for name in ("escm2-ips", "escm2-dr", "multi-ips", "multi-dr"):
+        cls = BINARY_METHODS.get(name)
+        assert resolve(f"{name}-corrected", "binary-icde24") == (cls, {"form": "corrected"})
+        # the code's form under binary-clean, which had no name before the option
+        assert canonical(f"{name}[form=coded]", "binary-clean") == f"{name}+form=coded"
+        assert cls(form="coded").applied(get_protocol("binary-clean").epochs).forms == "coded"
     for name in ("dt-ips", "dt-dr", "escm2-ips", "escm2-dr", "esmm", "multi-ips", "multi-dr"):
         cls = BINARY_METHODS.get(name)
-        assert cls.form == "" and set(cls.reference_params) == {"coat", "yahoo"}
+        assert set(cls.reference_params) == {"coat", "yahoo"}
+    for name in ("dt-ips", "dt-dr", "esmm"):     # nothing of their code's to correct
+        assert BINARY_METHODS.get(name).options == ()
 
 
 def test_label_matrix_holds_each_replicas_labels():

@@ -235,14 +235,14 @@ def test_the_slice_read_under_binary_icde24_is_the_protocols_5_percent():
 @pytest.mark.parametrize("cls", [dr_bias.DRBias, stable_dr.StableDR])
 def test_under_binary_icde24_only_the_slice_of_the_test_labels_changes_training(cls):
     data = small_data()
-    base = scores(cls, data, "binary-icde24", "reference")
+    base = scores(cls, data, "binary-icde24", "coded")
     n = len(data.test.rating)
     inside = set(leak_positions(n, SEEDS[0])) | set(leak_positions(n, SEEDS[1]))
     outside = np.array(sorted(set(range(n)) - inside))
-    same = scores(cls, with_test_labels_flipped(data, outside), "binary-icde24", "reference")
+    same = scores(cls, with_test_labels_flipped(data, outside), "binary-icde24", "coded")
     np.testing.assert_array_equal(base, same)
     moved = scores(cls, with_test_labels_flipped(data, leak_positions(n, SEEDS[0])),
-                   "binary-icde24", "reference")
+                   "binary-icde24", "coded")
     assert not np.array_equal(base[0], moved[0])
 
 
@@ -260,15 +260,19 @@ def test_under_binary_clean_no_evaluated_test_label_reaches_training():
         np.testing.assert_array_equal(base, flipped)
 
 
-def test_registered_leaking_with_a_named_variant_for_each_form():
-    forms = {"": "", "-corrected": "corrected", "-coded": "reference"}
+def test_registered_leaking_with_a_form_option_and_the_old_names_as_aliases():
+    from atrec.methods.registry import canonical, resolve
+
     for base in ("dr-bias", "dr-mse", "stable-dr"):
-        for suffix, form in forms.items():
-            cls = BINARY_METHODS.get(base + suffix)
-            assert cls.leaks and cls.uses_mcar and cls.serves_in_at
-            assert cls.form == form
-            assert set(cls.reference_params) == {"coat", "yahoo"}
-            assert cls.hyperparameters == BINARY_METHODS.get(base).hyperparameters
+        cls = BINARY_METHODS.get(base)
+        assert cls.leaks and cls.uses_mcar and cls.serves_in_at
+        assert [o.name for o in cls.options] == ["form"]
+        assert set(cls.reference_params) == {"coat", "yahoo"}
+        for suffix, form in {"-corrected": "corrected", "-coded": "coded"}.items():
+            assert resolve(base + suffix, "binary-icde24") == (cls, {"form": form})
+        assert canonical(base + "-coded", "binary-icde24") == base
+        assert canonical(base + "-coded", "binary-clean") == base + "+form=coded"
+        assert canonical(base + "-corrected", "binary-icde24") == base + "+form=corrected"
 
 
 def test_the_predictor_serves_as_a1_and_a2_of_at(small_mnar):

@@ -78,9 +78,15 @@ def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     assert chain.startswith("tuned-atrec,reference")
     _, label = get_params(chain, "coat", "none", False, "mf-ips", "binary-clean")
     assert label == "tuned-atrec"
-    # a named variant has no tuned entry: the script's k
-    values, label = get_params(chain, "coat", "none", False, "dr-jl-textbook", "binary-clean")
-    assert label == "reference" and values.dim == 8
+    # an old name of binary-clean's default form is that run: its tuned values
+    assert get_params(chain, "coat", "none", False, "dr-jl-textbook", "binary-clean") == \
+        get_params(chain, "coat", "none", False, "dr-jl", "binary-clean")
+    # the code's form has its own tuned entry (filed under its old name, dr-jl-coded)
+    _, label = get_params(chain, "coat", "none", False, "dr-jl[form=coded]", "binary-clean")
+    assert label == "tuned-atrec"
+    # a form without a tuned entry: the script's constants, the same in either form
+    values, label = get_params(chain, "coat", "none", False, "dr+form=coded", "binary-clean")
+    assert label == "reference" and values.dim == 16
 
 
 def test_a_method_that_cannot_serve_in_at_is_skipped_there_and_refused_alone():

@@ -288,8 +288,11 @@ def test_tdr_reads_the_mcar_slice_and_tdr_jl_does_not():
     np.testing.assert_array_equal(_fit(tdr.BinaryTDRJL, one), _fit(tdr.BinaryTDRJL, other))
 
 
-def test_named_variants_fix_the_form():
-    assert tdr.BinaryTDRTextbook.form == tdr.BinaryTDRJLTextbook.form == "corrected"
-    assert tdr.BinaryTDRCoded.form == tdr.BinaryTDRJLCoded.form == "reference"
-    assert tdr.BinaryTDR.form == tdr.BinaryTDRJL.form == ""
-    assert tdr.BinaryTDRJLTextbook.name == "tdr-jl-textbook" and tdr.BinaryTDRCoded.leaks
+def test_the_old_names_of_the_forms_are_aliases_of_the_form_option():
+    from atrec.methods.registry import resolve
+
+    for name, cls in (("tdr", tdr.BinaryTDR), ("tdr-jl", tdr.BinaryTDRJL)):
+        assert resolve(f"{name}-textbook", "binary-icde24") == (cls, {"form": "corrected"})
+        assert resolve(f"{name}-coded", "binary-clean") == (cls, {"form": "coded"})
+        assert resolve(name, "binary-clean") == (cls, {"form": "corrected"})
+        assert resolve(name, "binary-icde24") == (cls, {"form": "coded"})

@@ -16,8 +16,9 @@ from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.binary.registry import BINARY_METHODS
-from atrec.methods.registry import method_class, registry_for
+from atrec.methods.registry import every_form, method_class, registry_for
 from atrec.names import NO_PROPENSITY, config_key
+from atrec.results.param_keys import entry_key
 from atrec.results.params import tuned_params_path
 from atrec.workflows import binary as stage
 from atrec.workflows import pipeline
@@ -30,18 +31,21 @@ class NoValues(BinaryMF):
 
 
 def _shipping(protocol, dataset):
-    """The registered binary methods that ship reference values for ``dataset``."""
-    key = lambda m: config_key(NO_PROPENSITY, False, m)
-    return [m for m in registry_for(protocol).names()
+    """The registered binary methods, in each form, that ship reference values for ``dataset``
+    (the code's constants, the same in either form)."""
+    key = lambda m: config_key(NO_PROPENSITY, False, method_class(m, protocol).name)
+    return [m for m in every_form(protocol)
             if key(m) in (method_class(m, protocol).reference_params.get(dataset) or {})]
 
 
 def _shipped_tuned(dataset):
-    """The binary methods with an entry in binary-clean's shipped tuned-atrec file."""
+    """The binary methods, in each form, with an entry in binary-clean's shipped tuned-atrec
+    file (under their key or a name they had before options)."""
     path = files("atrec") / "resources" / "binary_clean_tuned_params.yaml"
     section = yaml.safe_load(path.read_text()).get(dataset) or {}
-    return [m for m in registry_for("binary-clean").names()
-            if config_key(NO_PROPENSITY, False, m) in section]
+    return [m for m in every_form("binary-clean")
+            if entry_key(section, config_key(NO_PROPENSITY, False, m), "binary-clean")
+            is not None]
 
 
 def test_plan_trains_the_values_the_report_reads(tmp_path, monkeypatch):
@@ -59,20 +63,24 @@ def test_plan_trains_the_values_the_report_reads(tmp_path, monkeypatch):
     BINARY_METHODS.register(NoValues)
     try:
         plans, notices = stage.plan_binary(["coat", "yahoo"])
-        shipped = {d: _shipping("binary-icde24", d) for d in ("coat", "yahoo")}
+        shipped = {(p, d): _shipping(p, d) for p in ("binary-icde24", "binary-clean")
+                   for d in ("coat", "yahoo")}
         tuned = _shipped_tuned("coat")
     finally:
         BINARY_METHODS.unregister(NoValues.name)
     got = {(p.protocol, p.dataset, p.params): p.methods for p in plans}
-    assert "mf" in tuned and "no-values" not in shipped["coat"]
+    coat = shipped["binary-icde24", "coat"]
+    assert "mf" in tuned and "mf" in coat and "no-values" not in coat
+    assert "escm2-dr+form=corrected" in coat and "escm2-dr+form=coded" in shipped[
+        "binary-clean", "coat"]                   # every form, the code's under binary-clean too
     assert got == {
-        ("binary-icde24", "coat", "reference"): tuple(shipped["coat"]),
-        ("binary-icde24", "yahoo", "reference"): tuple(shipped["yahoo"]),
+        ("binary-icde24", "coat", "reference"): tuple(coat),
+        ("binary-icde24", "yahoo", "reference"): tuple(shipped["binary-icde24", "yahoo"]),
         ("binary-clean", "coat", "tuned-atrec"): tuple(tuned),
-        ("binary-clean", "coat", "reference"): tuple(m for m in shipped["coat"]
-                                                     if m not in tuned),
+        ("binary-clean", "coat", "reference"): tuple(
+            m for m in shipped["binary-clean", "coat"] if m not in tuned),
         ("binary-clean", "coat", "tuned"): ("no-values",),
-        ("binary-clean", "yahoo", "reference"): tuple(shipped["yahoo"]),
+        ("binary-clean", "yahoo", "reference"): tuple(shipped["binary-clean", "yahoo"]),
     }
     assert sum("no-values left out" in n for n in notices) == 3   # all but binary-clean coat
 

@@ -26,6 +26,7 @@ from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Patience, ReferenceRule, Stage, StageResult, run_stage
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter, Method, MethodResult
+from atrec.methods.options import Option
 from atrec.runtime import tf
 from atrec.runtime.threads import one_thread_per_op
 
@@ -49,6 +50,13 @@ PROP_LAM = Hyperparameter("prop_lam", "float", 1e-7, 1.0, log=True, maximum=10.0
 PROP_LR = Hyperparameter("prop_lr", "float", 1e-3, 1e-1, log=True, maximum=10.0, positive=True,
                          help="the propensity model's Adam learning rate")
 COMMON = (BINARY_DIM, BINARY_LAM, LR, BATCH)
+# The forms of a method whose reference code computes something other than its paper's
+# estimator: the code's (binary-icde24's default) or the corrected one (binary-clean's). The
+# protocol supplies the default (EpochSettings.forms); a run may choose the other.
+CODED, CORRECTED = "coded", "corrected"
+FORM = Option("form", ((CODED, "as the reference code computes it (its deviations kept)"),
+                       (CORRECTED, "the corrected form (the paper's estimator)")), None,
+              "which form of the method runs: the reference code's or the corrected one")
 AT_EPSILON = 0.1   # |q1 - q2| threshold of the reference AT entries (atrec's choice)
 AT_SALT = 1000     # A2 starts from other draws than A1 (atrec.methods.binary.at)
 assert DIM.name == BINARY_DIM.name and LAM.name == BINARY_LAM.name
@@ -67,7 +75,7 @@ class Trained:
 class BinaryRun:
     """One fit's inputs for a binary method's stages: replicas, tables, training and validation
     arrays on the device, per-replica NumPy streams, hyperparameters and the protocol's
-    settings (``settings.forms``: ``reference`` or ``corrected``)."""
+    settings (``settings.forms``: ``coded`` or ``corrected``, the form that runs)."""
 
     def __init__(self, problem: FitProblem, params: dict, settings, leaks: bool) -> None:
         one_thread_per_op()   # before the first op, where it can (atrec.runtime.threads)
@@ -90,7 +98,7 @@ class BinaryRun:
 
     @property
     def corrected(self) -> bool:
-        return self.settings.forms == "corrected"
+        return self.settings.forms == CORRECTED
 
     @property
     def clean(self) -> bool:
@@ -188,8 +196,9 @@ class BinaryMethod(Method):
     # ... but weights by a propensity of its own (learned in the run, or from the MCAR slice)
     own_propensity: ClassVar[bool] = True
     leaks: ClassVar[bool] = False      # reads the 5% MCAR slice under binary-icde24
-    reference_forms: ClassVar[str] = ""   # how its reference form differs, for 'atrec methods'
-    form: ClassVar[str] = ""  # "" follows the protocol; "reference"/"corrected" fixes it
+    # how the reference code's form differs from the corrected one; a method that has one
+    # declares options = (FORM,) (:data:`FORM`: the protocol supplies the default)
+    reference_forms: ClassVar[str] = ""
 
     def train(self, run: BinaryRun) -> Trained:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -202,11 +211,16 @@ class BinaryMethod(Method):
         run = self.start(problem, params, settings)
         return self.result(run, self.train(run))
 
+    def applied(self, settings):
+        """The protocol's ``settings`` as this method runs under them: ``forms`` the form its
+        ``form`` option chose (the protocol's when none was), so that a record stores the form
+        that ran."""
+        form = getattr(self, "option_values", {}).get(FORM.name)
+        return replace(settings, forms=form) if form and settings.forms != form else settings
+
     def start(self, problem: FitProblem, params: dict, settings) -> BinaryRun:
-        """The :class:`BinaryRun` of a fit (a named variant's ``form`` fixed)."""
-        if self.form:
-            settings = replace(settings, forms=self.form)
-        return BinaryRun(problem, params, settings, self.leaks or self.uses_mcar)
+        """The :class:`BinaryRun` of a fit, under the settings as applied (:meth:`applied`)."""
+        return BinaryRun(problem, params, self.applied(settings), self.leaks or self.uses_mcar)
 
     def at_batch_size(self, run: BinaryRun) -> int:
         """Observed pairs per batch of AT's third model (its all-pairs draws are a multiple of

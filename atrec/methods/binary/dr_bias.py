@@ -20,15 +20,14 @@ The reference rule sums ``sum_O w BCE(q, y)`` over the epoch (``stop`` 5).
 Forms. The reference code (kept under ``binary-icde24``: ``dr-bias``, ``dr-mse``) leaves the DR
 correction unweighted (``c = 1``) and reverses the imputed error's cross-entropy,
 ``e_hat = BCE(q_hat, q) = -[q log q_hat + (1 - q) log(1 - q_hat)]``. The corrected form (the
-default under ``binary-clean``, and the named variants ``dr-bias-corrected``, ``dr-mse-corrected``
-under either protocol) weights the correction (``c = w``) and takes ``e_hat = BCE(q, q_hat)``,
-the predictor's loss were ``q_hat`` the label, and scales the direct term by ``N / n``
+default under ``binary-clean``; ``form=corrected`` under either protocol) weights the
+correction (``c = w``) and takes ``e_hat = BCE(q, q_hat)``, the predictor's loss were ``q_hat`` the label, and scales the direct term by ``N / n``
 (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`, ``N = num_users x num_items``,
 ``n`` the training pairs), as every corrected DR form does: the loss is the textbook DR
 estimate ``(1/N)[sum_all e_hat + sum_O w (e - e_hat)]`` times ``N / n``, the scale of the
 code's IPS term (docs/protocols.md, "Corrected DR forms"). Both forms keep the code's clamped
-cross-entropy and its recomputed ``q``. ``dr-bias-coded`` and ``dr-mse-coded`` run the code's
-form under either protocol. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
+cross-entropy and its recomputed ``q``. ``form=coded`` runs the code's form under either
+protocol. Under ``binary-clean`` the validation criterion is the self-normalised naive-Bayes
 weighted cross-entropy (:func:`~atrec.methods.binary.naive_bayes.label_weighted_criterion`).
 """
 
@@ -41,7 +40,7 @@ from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import COMMON, BinaryMethod, Trained, predictor_tables
+from atrec.methods.binary.base import COMMON, FORM, BinaryMethod, Trained, predictor_tables
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.runtime import tf
 
@@ -120,13 +119,14 @@ DR_MSE_YAHOO = {**DR_BIAS_YAHOO, "mse_lambda": 0.5}
 class DRBias(BinaryMethod):
     """DR-BIAS (``DR-BIAS.py``): module doc. The reference form (unweighted correction,
     reversed ``e_hat``) under ``binary-icde24``; the corrected form under ``binary-clean``
-    and as ``dr-bias-corrected``. Its predictor serves as A1 and A2 of AT."""
+    (``form`` chooses either). Its predictor serves as A1 and A2 of AT."""
 
     name = "dr-bias"
     label = "DR-BIAS"
     description = "DR-BIAS, naive-Bayes propensity from the MCAR slice (binary protocols)"
     reference = SOURCE + "DR-BIAS.py"
     reference_forms = "unweighted DR correction, reversed e_hat cross-entropy"
+    options = (FORM,)
     leaks = True
     uses_mcar = True
     serves_in_at = True
@@ -151,7 +151,7 @@ class DRBias(BinaryMethod):
 
 class DRMSE(DRBias):
     """DR-MSE (``DR-MSE.py``): DR-BIAS with the imputation weight mixing the bias and MRDR
-    losses by ``mse_lambda`` (module doc); forms as DR-BIAS (``dr-mse-corrected`` corrected)."""
+    losses by ``mse_lambda`` (module doc); forms as DR-BIAS."""
 
     name = "dr-mse"
     label = "DR-MSE"
@@ -160,26 +160,3 @@ class DRMSE(DRBias):
     hyperparameters = COMMON + (UNIFORM_RATIO, MSE_LAMBDA)
     mse_lambda = None
     reference_params = reference_table("dr-mse", DR_MSE_COAT, DR_MSE_YAHOO)
-
-
-def form_variant(base: type, suffix: str, form: str, words: str, coat: dict,
-                 yahoo: dict) -> type:
-    """``base`` in one form under either protocol, named ``<name>-<suffix>``, with its reference
-    values (``coat``, ``yahoo``, and their AT entries): ``corrected`` (the default
-    under ``binary-clean``) or ``coded`` (``reference``, as the ICDE 2024 code computes it),
-    so either form can be compared under either protocol."""
-    name = f"{base.name}-{suffix}"
-    return type(f"{base.__name__}{suffix.title()}", (base,), {
-        "__doc__": f"{base.label} {words} under either protocol (module doc).",
-        "__module__": base.__module__, "name": name, "label": f"{base.label} ({suffix})",
-        "description": f"{base.label} {words} (binary protocols)", "form": form,
-        "reference_forms": base.reference_forms if form == "reference" else "",
-        "reference_params": reference_table(name, coat, yahoo)})
-
-
-CORRECTED = ("corrected", "corrected", "with the weighted DR correction and e_hat in order")
-CODED = ("coded", "reference", "as the ICDE 2024 code computes it")
-DRBiasCorrected = form_variant(DRBias, *CORRECTED, DR_BIAS_COAT, DR_BIAS_YAHOO)
-DRMSECorrected = form_variant(DRMSE, *CORRECTED, DR_MSE_COAT, DR_MSE_YAHOO)
-DRBiasCoded = form_variant(DRBias, *CODED, DR_BIAS_COAT, DR_BIAS_YAHOO)
-DRMSECoded = form_variant(DRMSE, *CODED, DR_MSE_COAT, DR_MSE_YAHOO)

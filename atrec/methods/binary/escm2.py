@@ -19,7 +19,8 @@ batches of ``prop_batch`` pairs from all, no observed batch). With ``c = clip(p_
   rule sums the total loss.
 
 The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (docs/protocols.md, "The
-reference code's traps"), corrected under ``binary-clean`` and by the ``-corrected`` variants:
+reference code's traps"), corrected under ``binary-clean`` and by ``form=corrected``
+(``form=coded`` keeps them under either protocol):
 
 - ESCM2-IPS builds TWO Adams over ALL parameters (both with weight decay ``lam``) that both
   step after one backward: every parameter gets two Adam updates per batch, the second's
@@ -45,6 +46,7 @@ from atrec.methods.binary.base import (
     BINARY_DIM,
     BINARY_LAM,
     COMMON,
+    FORM,
     GAMMA,
     LR,
     PROP_BATCH,
@@ -62,7 +64,6 @@ from atrec.methods.binary.joint import (
     ips_term_step,
     joint_step,
     labels_at,
-    variant_table,
 )
 from atrec.methods.binary.propensity import PROP_NAMES
 from atrec.methods.hyperparameters import Hyperparameter
@@ -170,13 +171,14 @@ def esmm_step(state, b):
 class BinaryESCM2IPS(JointMethod):
     """ESCM2-IPS (``ESCM2-IPS.py``): MF predictor and NCF propensity trained together by the
     CTR, CTCVR and IPS losses (module doc). Under ``binary-icde24`` two Adam steps of every
-    parameter per batch, as coded; under ``binary-clean`` (and ``escm2-ips-corrected``) one."""
+    parameter per batch, as coded; under ``binary-clean`` (and with ``form=corrected``) one."""
 
     name = "escm2-ips"
     label = "ESCM2-IPS"
-    description = "ESCM2 with the IPS regulariser (two Adam steps per batch, as coded)"
+    description = "ESCM2 with the IPS regulariser: CTR, CTCVR and IPS losses trained together"
     reference = SOURCE + "ESCM2-IPS.py"
     reference_forms = "two Adam steps of every parameter per batch"
+    options = (FORM,)
     all_labels = True
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO, ALPHA, BETA, THETA)
     reference_params = reference_table(
@@ -202,26 +204,16 @@ class BinaryESCM2IPS(JointMethod):
         return _ncf(p, users, items)
 
 
-class BinaryESCM2IPSCorrected(BinaryESCM2IPS):
-    """ESCM2-IPS with one Adam step per batch whatever the protocol (the corrected form)."""
-
-    name = "escm2-ips-corrected"
-    label = "ESCM2-IPS (one step)"
-    description = "ESCM2-IPS with one Adam step per batch (corrected form)"
-    form = "corrected"
-    reference_params = variant_table("escm2-ips-corrected", BinaryESCM2IPS)
-
-
 class BinaryESCM2DR(BinaryESCM2IPS):
     """ESCM2-DR (``ESCM2-DR.py``): predictor, imputation and propensity MFs trained together
     by the CTR, CTCVR, DR and imputation losses (module doc). Under ``binary-icde24`` the DR
-    correction unweighted, as coded; under ``binary-clean`` (and ``escm2-dr-corrected``)
+    correction unweighted, as coded; under ``binary-clean`` (and with ``form=corrected``)
     weighted by ``w`` and the direct term scaled by ``N / (G n)``: the textbook DR
     estimate."""
 
     name = "escm2-dr"
     label = "ESCM2-DR"
-    description = "ESCM2 with the DR regulariser (unweighted correction, as coded)"
+    description = "ESCM2 with the DR regulariser: CTR, CTCVR, DR and imputation losses"
     reference = SOURCE + "ESCM2-DR.py"
     reference_forms = "the DR correction not weighted by 1/p"
     dr_direct = True
@@ -246,17 +238,6 @@ class BinaryESCM2DR(BinaryESCM2IPS):
 
     def _propensity(self, p, users, items):
         return _mf_prop(p, users, items)
-
-
-class BinaryESCM2DRCorrected(BinaryESCM2DR):
-    """ESCM2-DR with the DR correction weighted by ``w`` and the direct term scaled by
-    ``N / (G n)`` (the textbook DR estimate) whatever the protocol."""
-
-    name = "escm2-dr-corrected"
-    label = "ESCM2-DR (weighted)"
-    description = "ESCM2-DR with the weighted DR correction (corrected form)"
-    form = "corrected"
-    reference_params = variant_table("escm2-dr-corrected", BinaryESCM2DR)
 
 
 class BinaryESMM(JointMethod):

@@ -14,8 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from atrec.learners import losses
-from atrec.methods.binary.base import BinaryMethod, Trained, clip_weight, reference_values
-from atrec.methods.binary.ips import reference_table
+from atrec.methods.binary.base import BinaryMethod, Trained, clip_weight
 from atrec.methods.hyperparameters import Hyperparameter
 from atrec.runtime import tf
 
@@ -85,11 +84,6 @@ def ips_term_step(state, make_loss, order: tuple[str, ...] | None = None):
     out = {}
     joint_step(state, make_loss(out), order)
     return out["ips"]
-
-def variant_table(name: str, parent: type) -> dict:
-    """A named variant's ``reference`` values: its parent's, under its own name."""
-    return reference_table(name, *(reference_values(parent, d) for d in ("coat", "yahoo")))
-
 
 class JointMethod(BinaryMethod):
     """A binary method whose models all train in one stage. A subclass gives its initial

@@ -13,7 +13,8 @@ collection trains them (``Multi-IPS.py``, ``Multi-DR.py``; docs/protocols.md, "T
   sums ``sum_O w BCE_eps``.
 
 The test set is scored by ``q`` alone. Bugs kept under ``binary-icde24`` (docs/protocols.md, "The
-reference code's traps"), corrected under ``binary-clean`` and by the ``-corrected`` variants:
+reference code's traps"), corrected under ``binary-clean`` and by ``form=corrected``
+(``form=coded`` keeps them under either protocol):
 
 - the propensity has NO observation loss: ``w`` is live, so the only gradient the propensity
   gets pushes ``w`` down (``p_hat -> 1``). Corrected: ``mean_D BCE(p_hat_D, o_D)`` over ``G B``
@@ -36,7 +37,7 @@ from __future__ import annotations
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
-from atrec.methods.binary.base import COMMON, GAMMA, PROP_LAM, clip_weight
+from atrec.methods.binary.base import COMMON, FORM, GAMMA, PROP_LAM, clip_weight
 from atrec.methods.binary.ips import SOURCE, reference_table
 from atrec.methods.binary.joint import (
     IMP_LAM,
@@ -44,7 +45,6 @@ from atrec.methods.binary.joint import (
     JointMethod,
     dr_eps,
     ips_term_step,
-    variant_table,
 )
 from atrec.runtime import tf
 
@@ -148,7 +148,7 @@ def multi_dr_fixed(state, b):
 class BinaryMultiIPS(JointMethod):
     """Multi-IPS (``Multi-IPS.py``): shared embeddings, a propensity tower and a prediction
     tower trained by IPS alone (module doc). Under ``binary-icde24`` the propensity tower has
-    no observation loss, as coded; under ``binary-clean`` (and ``multi-ips-corrected``) it
+    no observation loss, as coded; under ``binary-clean`` (and with ``form=corrected``) it
     has one and ``w`` is detached. ``uniform_ratio`` is read by the corrected form only."""
 
     name = "multi-ips"
@@ -159,6 +159,7 @@ class BinaryMultiIPS(JointMethod):
     description = "multi-task IPS: shared embeddings, propensity and prediction towers"
     reference = SOURCE + "Multi-IPS.py"
     reference_forms = "the propensity tower has no observation loss"
+    options = (FORM,)
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO)
     reference_params = reference_table(
         "multi-ips", {"dim": 16, "lam": 1e-4, "lr": 0.01, "batch_size": 1024, "gamma": 0.05,
@@ -188,21 +189,11 @@ class BinaryMultiIPS(JointMethod):
                      extra=extra)
 
 
-class BinaryMultiIPSCorrected(BinaryMultiIPS):
-    """Multi-IPS with the propensity tower's observation loss whatever the protocol."""
-
-    name = "multi-ips-corrected"
-    label = "Multi-IPS (observed)"
-    description = "Multi-IPS with an observation loss on the propensity (corrected form)"
-    form = "corrected"
-    reference_params = variant_table("multi-ips-corrected", BinaryMultiIPS)
-
-
 class BinaryMultiDR(BinaryMultiIPS):
     """Multi-DR (``Multi-DR.py``): three MFs trained jointly by the DR loss with reversed
     imputation terms (module doc). Under ``binary-icde24`` the propensity has no observation
     loss and the correction is unweighted, as coded; under ``binary-clean`` (and
-    ``multi-dr-corrected``) both corrected (the textbook DR estimate: the correction weighted,
+    with ``form=corrected``) both corrected (the textbook DR estimate: the correction weighted,
     the direct term scaled by ``N / (G n)``) and ``w`` detached."""
 
     name = "multi-dr"
@@ -235,14 +226,3 @@ class BinaryMultiDR(BinaryMultiIPS):
                   "imp": Group(("imp_W", "imp_H"), wd="imp_lam")}
         return Stage(self.name, step, groups, int(run.values["batch_size"]),
                      extra=int(run.values["uniform_ratio"]))
-
-
-class BinaryMultiDRCorrected(BinaryMultiDR):
-    """Multi-DR with the observation loss, the weighted correction and the direct term scaled
-    by ``N / (G n)`` whatever the protocol."""
-
-    name = "multi-dr-corrected"
-    label = "Multi-DR (corrected)"
-    description = "Multi-DR with an observation loss and a weighted correction (corrected)"
-    form = "corrected"
-    reference_params = variant_table("multi-dr-corrected", BinaryMultiDR)

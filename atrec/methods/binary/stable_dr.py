@@ -24,9 +24,9 @@ error's cross-entropy, ``e_hat = BCE(s(q_hat), s(l))``, and takes the observed p
 in row-major order of the observed cells but indexes them by position in the training list:
 aligned where that list is in row-major order (Coat), and on a shuffled list (Yahoo's, which
 ``binary-icde24`` shuffles as the script does) each observed pair gets the weight class of a
-random other pair. The corrected form (the default under ``binary-clean``
-and the named variant ``stable-dr-corrected``) weights each pair by its own label and takes
-``e_hat = BCE(s(l), s(q_hat))``; ``stable-dr-coded`` runs the code's form under either
+random other pair. The corrected form (the default under ``binary-clean``;
+``form=corrected`` under either protocol) weights each pair by its own label and takes
+``e_hat = BCE(s(l), s(q_hat))``; ``form=coded`` runs the code's form under either
 protocol. The ``D`` side is indexed by cell in both. Under
 ``binary-clean`` the validation criterion is the self-normalised weighted cross-entropy at the
 learned ``mu`` (:func:`~atrec.methods.binary.naive_bayes.label_weighted_criterion`).
@@ -41,13 +41,8 @@ from atrec.learners import losses
 from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import COMMON, BinaryMethod, Trained, predictor_tables
-from atrec.methods.binary.dr_bias import (
-    CODED,
-    IMP,
-    UNIFORM_RATIO,
-    form_variant,
-)
+from atrec.methods.binary.base import COMMON, FORM, BinaryMethod, Trained, predictor_tables
+from atrec.methods.binary.dr_bias import IMP, UNIFORM_RATIO
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.runtime import tf
 
@@ -154,7 +149,7 @@ STABLE_DR_YAHOO = {"dim": 8, "lam": 5e-6, "lr": 0.05, "batch_size": 8192, "unifo
 class StableDR(BinaryMethod):
     """Stable-DR (``Stable-DR_.py``, ``SDR.py``): module doc. The reference form (reversed
     ``e_hat``, weights misaligned on a shuffled training list) under ``binary-icde24``; the
-    corrected form under ``binary-clean`` and as ``stable-dr-corrected``. Its predictor serves as
+    corrected form under ``binary-clean`` (``form`` chooses either). Its predictor serves as
     A1 and A2 of AT."""
 
     name = "stable-dr"
@@ -162,6 +157,7 @@ class StableDR(BinaryMethod):
     description = "Stable-DR, learned naive-Bayes propensity from the MCAR slice (binary)"
     reference = SOURCE + "Stable-DR_.py"
     reference_forms = "reversed e_hat cross-entropy, weights misaligned on a shuffled list"
+    options = (FORM,)
     leaks = True
     uses_mcar = True
     serves_in_at = True
@@ -184,9 +180,3 @@ class StableDR(BinaryMethod):
     def train(self, run) -> Trained:
         res = self._predictor(run)
         return Trained(predictor_tables(res.params), res, {})
-
-
-StableDRCorrected = form_variant(StableDR, "corrected", "corrected",
-                             "with aligned weights and e_hat in order", STABLE_DR_COAT,
-                             STABLE_DR_YAHOO)
-StableDRCoded = form_variant(StableDR, *CODED, STABLE_DR_COAT, STABLE_DR_YAHOO)

@@ -30,15 +30,13 @@ returned parameters and Adam state (under ``binary-clean``: the selected epoch's
 to every replica, also one that reached the epoch cap without its rule firing (the code would
 skip it there; Coat never gets near 1,000 epochs).
 
-**Forms.** ``reference`` (the default under ``binary-icde24``) keeps the code's behaviours: the observed pairs' weights ``1/p_hat`` and targeted terms are
-taken in row-major order of the observed cells but indexed by position in the training list
+**Forms.** ``coded`` (the default under ``binary-icde24``) keeps the code's behaviours: the
+observed pairs' weights ``1/p_hat`` and targeted terms are taken in row-major order of the observed cells but indexed by position in the training list
 (aligned when that list is in row-major order, as Coat's is under ``binary-icde24``; misaligned
 for a shuffled list: Yahoo in the code, and every ``binary-clean`` split); the DR correction
 ``sum_O BCE(q, .)`` is NOT weighted by ``w``; TDR-JL's imputation error reverses BCE's
-arguments. ``corrected`` (the default under ``binary-clean``, and the named variants
-``tdr-textbook`` and ``tdr-jl-textbook`` under either protocol; ``tdr-coded`` and
-``tdr-jl-coded`` fix the reference form, as ``dr-coded`` does) indexes
-the weights by the pair itself, weights the correction by ``w`` and scales the direct term
+arguments. ``corrected`` (the default under ``binary-clean``; ``form=corrected`` under
+either protocol, ``form=coded`` the reference form) indexes the weights by the pair itself, weights the correction by ``w`` and scales the direct term
 ``sum_D`` by ``N / (G n)`` (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`; both
 in the targeted step too), so its loss is the textbook DR estimate times ``N / (G n)``, the scale of
 the code's IPS term (docs/protocols.md, "Corrected DR forms"), and computes ``e_hat = BCE(q,
@@ -56,8 +54,7 @@ from atrec.learners import losses
 from atrec.learners.draws import distinct_positions
 from atrec.learners.epochs import Batch, Group, ReferenceRule, Stage, StepState
 from atrec.methods.base import Hyperparameter
-from atrec.methods.binary.base import COMMON, GAMMA, BinaryMethod, Trained
-from atrec.methods.binary.dr import _variant
+from atrec.methods.binary.base import COMMON, FORM, GAMMA, BinaryMethod, Trained
 from atrec.methods.binary.ips import PRED, SOURCE, _mf_step, reference_table
 from atrec.runtime import tf
 
@@ -229,6 +226,7 @@ class BinaryTDRJL(BinaryMethod):
     reference = SOURCE + "TDR-JL.py"
     reference_forms = ("weights misaligned with a shuffled training list, unweighted "
                        "correction, reversed imputation error")
+    options = (FORM,)
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO)
     reference_params = reference_table(
         "tdr-jl", {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 128, "gamma": 0.1,
@@ -328,13 +326,3 @@ class BinaryTDR(BinaryTDRJL):
 
     def _rule(self, run):
         return ReferenceRule(run.replicas)
-
-
-_TEXTBOOK = ("textbook", "corrected", "as the textbook DR estimate, with aligned weights")
-_CODED = ("coded", "reference", "as the ICDE 2024 code computes it")
-BinaryTDRTextbook = _variant(BinaryTDR, *_TEXTBOOK)
-BinaryTDRJLTextbook = _variant(BinaryTDRJL, *_TEXTBOOK)
-BinaryTDRCoded = _variant(BinaryTDR, *_CODED)
-BinaryTDRJLCoded = _variant(BinaryTDRJL, *_CODED)
-for _cls in (BinaryTDRTextbook, BinaryTDRJLTextbook, BinaryTDRCoded, BinaryTDRJLCoded):
-    _cls.__module__ = __name__
