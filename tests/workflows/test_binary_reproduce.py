@@ -16,7 +16,8 @@ from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.methods.binary.ips import BinaryMF
 from atrec.methods.binary.registry import BINARY_METHODS
-from atrec.methods.registry import every_form, method_class, registry_for
+from atrec.errors import AtrecError
+from atrec.methods.registry import canonical, every_form, method_class, registry_for
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.results.param_keys import entry_key
 from atrec.results.params import tuned_params_path
@@ -106,14 +107,20 @@ def test_the_route_trains_what_the_readme_reports():
     sets = {(p.protocol, m): p.params for p in plans for m in p.methods}
     labels = {method_class(m, "binary-clean").label: m
               for m in registry_for("binary-clean").names()}
-    # every method the section names, by its label or (in backticks) its name
-    named = {m for m in registry_for("binary-clean").names() if f"`{m}`" in section}
+    # every method the section names, by its label or (in backticks) its name, key or alias
+    named = set()
+    for text in re.findall(r"`([a-z0-9-]+(?:\[[a-z0-9=,]+\])?)`", section):
+        try:
+            canonical(text, "binary-clean")
+        except AtrecError:
+            continue
+        named.add(text)
     named |= {m for label, m in labels.items()
               if re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", section)}
-    assert {"mf-ips", "dt-ips", "multi-ips", "tdr", "dr-jl-coded", "esmm"} <= named
+    assert {"mf-ips", "dt-ips", "multi-ips", "tdr", "dr-jl[form=coded]", "esmm"} <= named
     for method in named | {"mf"}:
-        assert sets[("binary-clean", method)] == "tuned-atrec", method
-        assert sets[("binary-icde24", method)] == "reference", method
+        assert sets[("binary-clean", canonical(method, "binary-clean"))] == "tuned-atrec", method
+        assert sets[("binary-icde24", canonical(method, "binary-icde24"))] == "reference", method
 
 
 def test_train_binary_asks_train_for_each_plan(monkeypatch):
