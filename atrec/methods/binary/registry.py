@@ -6,7 +6,7 @@ the binary method (:func:`atrec.methods.registry.registry_for`)."""
 from __future__ import annotations
 
 from atrec.methods.base import validate_method_class
-from atrec.methods.binary import cvib, dr, dr_bias, dt, escm2, ips, multi, stable_dr, tdr
+from atrec.methods.binary import baselines, cvib, dr, dr_bias, dt, escm2, ips, multi, stable_dr, tdr
 from atrec.registry import Registry
 
 
@@ -33,7 +33,8 @@ BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.Binary
             multi.BinaryMultiDRCorrected,
             dr_bias.DRBias, dr_bias.DRMSE, dr_bias.DRBiasCorrected, dr_bias.DRMSECorrected,
             dr_bias.DRBiasCoded, dr_bias.DRMSECoded,
-            stable_dr.StableDR, stable_dr.StableDRCorrected, stable_dr.StableDRCoded)
+            stable_dr.StableDR, stable_dr.StableDRCorrected, stable_dr.StableDRCoded,
+            baselines.BinaryBiasedMF, baselines.Popularity)
 
 
 def _builtins() -> None:
