@@ -1,5 +1,5 @@
 """Metrics of the binary protocols (docs/protocols.md, "Binary metrics") on 0/1 labels and predicted
-probabilities: log loss, global AUC, and per-user top-K nDCG, Recall, Precision and F1.
+probabilities: log loss, global AUC, per-user AUC, and per-user top-K nDCG, Recall, Precision and F1.
 
 The ICDE 2024 reference code (``haoxuanli-pku/ICDE24-MNAR``, ``real_world/utils.py``) scores a
 user without a positive test item as 1 in nDCG and 0 in Recall, averages Precision over every
@@ -66,6 +66,33 @@ def global_auc(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
         return float("nan")
     ranks = average_ranks(q)
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def user_auc(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
+    """The mean over test users of each user's own AUC (its positives against its negatives,
+    a tie counting 1/2), over the users with both a positive and a negative test item; NaN
+    when there is none. Unlike :func:`global_auc` it cannot be won by a user's main effect
+    (scoring every item of a more positive user higher): it asks only how each user's items
+    are ordered. Arrays ``(n,)``."""
+    users, y, q = _binary_inputs(users, labels, q, "per-user AUC")
+    order = np.lexsort((q, users))
+    u, v, y = users[order], q[order], y[order]
+    n = u.size
+    new_user = np.r_[True, u[1:] != u[:-1]]
+    new_tie = new_user | np.r_[True, v[1:] != v[:-1]]
+    starts = np.flatnonzero(new_tie)
+    ends = np.r_[starts[1:], n]
+    first = np.maximum.accumulate(np.where(new_user, np.arange(n), 0))   # the user's first row
+    rank = np.repeat((starts + ends + 1) / 2.0, ends - starts) - first   # 1-based, in the user
+    group = np.cumsum(new_user) - 1
+    pos = np.bincount(group, weights=y)
+    neg = np.bincount(group) - pos
+    both = (pos > 0) & (neg > 0)
+    if not both.any():
+        return float("nan")
+    ranks = np.bincount(group, weights=y * rank)
+    auc = (ranks[both] - pos[both] * (pos[both] + 1) / 2.0) / (pos[both] * neg[both])
+    return float(auc.mean())
 
 
 def top_k_values(users: np.ndarray, labels: np.ndarray, q: np.ndarray,

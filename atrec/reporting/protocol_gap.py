@@ -10,11 +10,11 @@ For one dataset, every binary method with results is read under the two binary p
   ``train``'s default order (atrec's shipped ``tuned-atrec``, then ``reference``, then the
   user's ``tuned``) that the method has results for (each row names the set).
 
-Per method and protocol the table shows AUC, nDCG@5 and Recall@5, each protocol in its own
-convention (``binary-icde24``: a test user without a positive counts as the reference code
-counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the method's rank
-among the methods of that protocol by AUC and by nDCG@5 (1 = best; tied means share the better
-rank, so 1, 1, 3). A method *beats MF* under a protocol on a metric when its paired t-test
+Per method and protocol the table shows AUC (pooled and per user), nDCG@5 and Recall@5, each
+protocol in its own convention (``binary-icde24``: a test user without a positive counts as the
+reference code counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the
+method's rank among the methods of that protocol by AUC and by nDCG@5 (1 = best; tied means
+share the better rank, so 1, 1, 3). A method *beats MF* under a protocol on a metric when its paired t-test
 against MF over the seeds both have (:func:`atrec.evaluation.significance.method_tests`) has a
 Holm-adjusted p below 0.05 and its mean is the better one; the Holm family is one protocol's
 tests, every method x {AUC, nDCG@5}. Methods that read MCAR labels (``uses_mcar``) carry ``†``.
@@ -60,7 +60,8 @@ GAP_PROTOCOLS = (REFERENCE_PROTOCOL, CLEAN_PROTOCOL)
 GAP_PARAMS = {REFERENCE_PROTOCOL: REFERENCE, CLEAN_PROTOCOL: ",".join(BinaryClean.param_sets)}
 # the metrics ranked and tested (AUC, nDCG@5), then those shown too, in each protocol's convention
 RANKED = {REFERENCE_PROTOCOL: ("auc", "ndcg5_ref"), CLEAN_PROTOCOL: ("auc", "ndcg5")}
-SHOWN = {REFERENCE_PROTOCOL: ("recall5_ref",), CLEAN_PROTOCOL: ("recall5",)}
+SHOWN = {REFERENCE_PROTOCOL: ("auc_user", "recall5_ref"),
+         CLEAN_PROTOCOL: ("auc_user", "recall5")}
 SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean"}   # column prefixes
 
 
