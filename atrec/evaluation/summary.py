@@ -26,11 +26,13 @@ import numpy as np
 
 from atrec.data.synthetic import synthetic_source
 from atrec.errors import AtrecError
+from atrec.evaluation.fits import OUTLIER_METRIC, outlier_seeds, record_failure
 from atrec.evaluation.registry import METRICS as METRIC_REGISTRY
 from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TABLE_DATASETS, TRACE_NAMES  # noqa: F401
 from atrec.propensity.registry import propensity_order
+from atrec.protocols import get_protocol
 from atrec.results.params import NAMED_SETS, PUBLISHED
 from atrec.results.records import iter_records, params_label, record_label
 
@@ -167,6 +169,12 @@ class Summary:
     warnings: tuple[str, ...] = ()
     method: str = DEFAULT_METHOD
     synthetic: dict = field(default_factory=dict)
+    # (dataset, propensity, with_at) -> {seed: why its fit failed}: left out of every cell
+    failed: dict = field(default_factory=dict)
+
+    def failed_seeds(self, dataset: str, propensity: str, with_at: bool) -> dict:
+        """``{seed: reason}`` of a configuration's failed fits (atrec.evaluation.fits)."""
+        return self.failed.get((dataset, propensity, bool(with_at)), {})
 
     def cell(self, dataset: str, propensity: str, with_at: bool, metric: str) -> Cell | None:
         """The cell, or ``None`` when there are no results for it."""
@@ -240,6 +248,8 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     traces: dict[tuple, dict[int, dict]] = {}
     notes: list[str] = []
     synthetic: dict[str, str] = {}
+    binary: set[tuple] = set()           # configurations of a binary protocol's records
+    failures: dict[tuple, dict[int, str]] = {}
     for record in records:
         _check_record(record)
         if wanted is not None and record["dataset"] not in wanted:
@@ -251,6 +261,11 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         if source is not None:
             synthetic.setdefault(dataset, source)
         with_at, seed = bool(record["with_at"]), int(record["seed"])
+        if _is_binary(record):
+            binary.add((dataset, propensity, with_at))
+            reason = record_failure(record)
+            if reason:
+                failures.setdefault((dataset, propensity, with_at), {})[seed] = reason
         for metric in metrics_in([record]):
             value = record["metrics"].get(metric)
             if value is None:
@@ -265,6 +280,16 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
             slot[seed] = float(value)
         if with_at and record.get("trace"):
             traces.setdefault((dataset, propensity), {}).setdefault(seed, record["trace"])
+    failed = _failed_fits(values, failures, binary)
+    for config, seeds in sorted(failed.items(), key=lambda kv: _cell_order((*kv[0], "mae"))):
+        for seed, reason in sorted(seeds.items()):
+            notes.append(f"{config[0]}/{config[1]}{' with AT' if config[2] else ''} seed "
+                         f"{seed}: failed fit ({reason}); counted apart, left out of the means "
+                         f"and tests")
+        for key in [k for k in values if k[:3] == config]:
+            values[key] = {s: v for s, v in values[key].items() if s not in seeds}
+            if not values[key]:
+                del values[key]
     cells = {}
     for key, by_seed in values.items():
         seeds = tuple(sorted(by_seed))
@@ -287,7 +312,32 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
                                                              key=dataset_order))
     return Summary(params=params, datasets=chosen, expected_seeds=expected_seeds,
                    cells=cells, traces=trace_objs, warnings=tuple(notes), method=method,
-                   synthetic=synthetic)
+                   synthetic=synthetic, failed=failed)
+
+
+def _is_binary(record: dict) -> bool:
+    """Whether a record comes from a binary protocol (whose fits the failed-fit rules judge)."""
+    block = record.get("protocol")
+    name = block.get("name") if isinstance(block, dict) else None
+    if not isinstance(name, str):
+        return False
+    try:
+        return get_protocol(name).view == "binary"
+    except AtrecError:        # a plug-in protocol that is not installed here
+        return False
+
+
+def _failed_fits(values: dict, failures: dict, binary: set) -> dict:
+    """``config -> {seed: reason}``: the records' own verdicts (rules 1 and 2) and, among each
+    binary configuration's other seeds, those far off the rest (rule 3)."""
+    out = {config: dict(seeds) for config, seeds in failures.items()}
+    for config in binary:
+        scores = values.get((*config, OUTLIER_METRIC), {})
+        kept = {s: v for s, v in scores.items() if s not in out.get(config, {})}
+        far = outlier_seeds(kept)
+        if far:
+            out.setdefault(config, {}).update(far)
+    return out
 
 
 def merge_summaries(summaries: list[Summary]) -> Summary:
@@ -296,13 +346,14 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     the first summary that has it, so each :class:`Cell` still names its set (``params``).
     The merged ``params`` lists the sets used; warnings come from the summaries used."""
     first = summaries[0]
-    cells, traces, used = {}, {}, []
+    cells, traces, used, failed = {}, {}, [], {}
     for s in summaries:
         configs = {k[:3] for k in s.cells} - {k[:3] for k in cells}
         if not configs:
             continue
         used.append(s)
         cells.update({k: c for k, c in s.cells.items() if k[:3] in configs})
+        failed.update({k: v for k, v in s.failed.items() if k in configs})
         traces.update({k: t for k, t in s.traces.items() if (*k, True) in configs})
     datasets = tuple(dict.fromkeys(d for s in summaries for d in s.datasets))
     synthetic: dict[str, str] = {}
@@ -312,7 +363,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     return Summary(params=", ".join(s.params for s in (used or summaries)), datasets=datasets,
                    expected_seeds=first.expected_seeds, cells=cells, traces=traces,
                    warnings=tuple(w for s in used for w in s.warnings), method=first.method,
-                   synthetic=synthetic)
+                   synthetic=synthetic, failed=failed)
 
 
 def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Trace:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from atrec.data.ratings import RatingData
+from atrec.evaluation.fits import fit_diagnostics
 from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
@@ -184,6 +185,10 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             record["protocol"]["propensity_fit"] = inputs.propensity_fit[k]
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
+        if protocol.view == "binary":   # failed-fit rules 1 and 2 (atrec.evaluation.fits)
+            record["diagnostics"] = fit_diagnostics(
+                result.scores[k], float(result.best_val_loss[k]),
+                settings.get("stopping") == "validation")
         if result.traces:
             record["trace"] = {name: _trace(np.asarray(v)[:, k], protocol.view)
                                for name, v in result.traces.items()}

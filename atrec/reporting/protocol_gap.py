@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.evaluation.fits import FAILED_MARK
 from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
 from atrec.evaluation.significance import ALPHA, MethodTest, method_tests
 from atrec.evaluation.summary import dataset_order
@@ -123,6 +124,14 @@ class Gap:
         return any(b.info(method).uses_mcar for b in self.benches.values()
                    if method in {i.name for i in b.methods})
 
+    def failed(self, protocol: str, method: str) -> dict:
+        """``{seed: reason}`` of the method's failed fits under ``protocol``
+        (:mod:`atrec.evaluation.fits`); they are left out of its means and tests."""
+        bench = self.benches.get(protocol)
+        if bench is None or method not in bench.summaries:
+            return {}
+        return bench.summaries[method].failed_seeds(self.dataset, NO_PROPENSITY, False)
+
     def params(self, protocol: str, method: str) -> tuple[str, str]:
         """``(parameter set, budget)`` of the method's row under ``protocol`` (``-`` if none)."""
         bench = self.benches.get(protocol)
@@ -187,6 +196,9 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
             label = latex_escape(label) + ("$^\\dagger$" if gap.uses_mcar(method) else "")
         elif gap.uses_mcar(method):
             label += MCAR_MARK
+        failed = {p: len(gap.failed(p, method)) for p in GAP_PROTOCOLS}
+        if any(failed.values()):
+            label += "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
         row = {"method": label}
         for protocol in GAP_PROTOCOLS:
             p = SHORT[protocol]
@@ -200,6 +212,7 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
                     else str(rank)
             row[f"{p} beats MF"] = "(baseline)" if method == BINARY_BASELINE else _beats(
                 gap, protocol, method)
+            row[f"{p} failed"] = str(failed[protocol])
         rows.append(row)
     return rows, list(rows[0]) if rows else []
 
@@ -232,7 +245,8 @@ def gap_json(gap: Gap) -> dict:
                 "means": {m: gap.mean(protocol, method, m)
                           for m in (*RANKED[protocol], *SHOWN[protocol])},
                 "ranks": {m: gap.rank(protocol, method, m) for m in RANKED[protocol]},
-                "beats_mf": {m: gap.beats_mf(protocol, method, m) for m in RANKED[protocol]}}
+                "beats_mf": {m: gap.beats_mf(protocol, method, m) for m in RANKED[protocol]},
+                "failed": {str(k): v for k, v in gap.failed(protocol, method).items()}}
         methods.append(entry)
     tests = [{"protocol": p, "method": t.method, "metric": t.metric, "n": t.n,
               "mean_diff": t.mean_diff, "method_better": t.method_better, "t_p": t.t_p,
@@ -248,6 +262,7 @@ def gap_json(gap: Gap) -> dict:
 
 def _legend(gap: Gap, fmt: str) -> str:
     dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
+    ddagger = "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
     text = (f"{gap.dataset_label}. icde24 = {REFERENCE_PROTOCOL} (parameter set "
             f"{GAP_PARAMS[REFERENCE_PROTOCOL]}; the (ref) metrics count a test user without a "
             f"positive as the reference code does); clean = {CLEAN_PROTOCOL} (each method's "
@@ -257,7 +272,11 @@ def _legend(gap: Gap, fmt: str) -> str:
             f"under that protocol; ties share the better rank. beats MF: the metrics on which "
             f"the method's paired t-test against MF over seeds has a Holm-adjusted p < {ALPHA} "
             f"(one family per protocol: every method x AUC, nDCG@5) in its favour; "
-            f"{dagger} reads MCAR labels; - means no results.")
+            f"{dagger} reads MCAR labels; - means no results; "
+            f"{ddagger} some fits failed "
+            f"(collapsed, at the constant's validation loss, or a seed far below the others: "
+            f"docs/protocols.md, Failed fits), counted in the failed columns and left out of "
+            f"the means, ranks and tests.")
     return f"% {text}" if fmt == "latex" else text
 
 

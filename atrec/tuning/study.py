@@ -135,6 +135,7 @@ class StudyOutcome:
     method: str = DEFAULT_METHOD
     start_value: float | None = None   # the value of the enqueued first trial
     start: str | None = None           # the set its values came from (its START_ATTR)
+    failed: str | None = None          # why its best trial is a failed fit: not exported
 
 
 class _Surplus(Exception):

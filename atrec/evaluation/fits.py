@@ -1,0 +1,93 @@
+"""Failed fits of the binary protocols: when a run is marked failed, and how tables count it
+(docs/protocols.md, "Failed fits").
+
+A binary method's fit has failed when (rules 1 and 2 read no test label, so tuning applies
+rule 2 to its best trial; rule 3 compares a seed with the other seeds of its configuration):
+
+1. **collapsed scores**: the standard deviation of its predicted probabilities over the
+   evaluated test pairs is below :data:`COLLAPSED_SD` (a near-constant predictor ranks by
+   noise);
+2. **no better than a constant**: under a protocol that selects on validation data, its best
+   validation criterion is at least ``ln 2 -`` :data:`CONSTANT_TOLERANCE`. Every criterion of
+   the binary methods is a (weighted) mean cross-entropy, and the constant prediction 1/2 scores
+   exactly ``ln 2`` on any of them, so a fit that does not beat it by that margin learned
+   nothing the criterion can see;
+3. **a seed far off the others**: with at least :data:`OUTLIER_MIN_SEEDS` seeds of one
+   configuration (method, propensity, AT, parameter set), a seed whose pooled AUC lies below
+   the median of the configuration's seeds by more than ``max(`` :data:`OUTLIER_GAP` ``,``
+   :data:`OUTLIER_MADS` ``x 1.4826 x MAD)`` (MAD: the median absolute deviation from that
+   median, scaled to a normal sd). On Coat at ``binary-icde24``'s reference values, DT-DR's seed
+   6 (AUC 0.535, the other seeds 0.72-0.74) is one.
+
+The runner stores rules 1 and 2 in each record's ``diagnostics`` (:func:`fit_diagnostics`);
+summaries (:mod:`atrec.evaluation.summary`) add rule 3 where a configuration's seeds meet, leave
+a failed seed out of every mean and paired test, and count it apart; every table marks the
+row (:data:`FAILED_MARK`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+COLLAPSED_SD = 0.01
+CONSTANT_LOSS = math.log(2.0)     # the cross-entropy of the constant prediction 1/2
+CONSTANT_TOLERANCE = 0.005
+OUTLIER_METRIC = "auc"
+OUTLIER_MIN_SEEDS = 3
+OUTLIER_GAP = 0.05
+OUTLIER_MADS = 5.0
+MAD_TO_SD = 1.4826
+FAILED_MARK = "‡"
+
+
+def at_constant(best_val_loss: float) -> bool:
+    """Rule 2: a validation criterion no better than the constant 1/2's ``ln 2``."""
+    return math.isfinite(best_val_loss) and best_val_loss >= CONSTANT_LOSS - CONSTANT_TOLERANCE
+
+
+def fit_diagnostics(scores: np.ndarray, best_val_loss: float, validated: bool) -> dict:
+    """A record's ``diagnostics``: the test scores' sd, the best validation criterion's distance
+    to ``ln 2`` (``None`` when the protocol selects on no validation data), and the verdict of
+    rules 1 and 2 (``failed``, ``reasons``)."""
+    sd = float(np.std(np.asarray(scores, np.float64)))
+    reasons = []
+    if sd < COLLAPSED_SD:
+        reasons.append(f"collapsed: test scores' sd {sd:.2g} < {COLLAPSED_SD}")
+    gap = None
+    if validated:
+        gap = float(best_val_loss) - CONSTANT_LOSS
+        if at_constant(float(best_val_loss)):
+            reasons.append(f"validation criterion {best_val_loss:.4f} within "
+                           f"{CONSTANT_TOLERANCE} of ln 2 (the constant 1/2's)")
+    return {"score_sd": sd, "val_minus_ln2": gap, "failed": bool(reasons), "reasons": reasons}
+
+
+def record_failure(record: dict) -> str | None:
+    """The reason a record's run failed by rules 1 and 2, from its ``diagnostics`` (a record
+    made before they were written: rule 2 from its metrics); ``None`` when it did not."""
+    diag = record.get("diagnostics")
+    if isinstance(diag, dict):
+        return "; ".join(diag.get("reasons") or ["failed"]) if diag.get("failed") else None
+    # a record made before diagnostics were written: rule 2 from its metrics
+    settings = (record.get("protocol") or {}).get("settings") or {}
+    loss = (record.get("metrics") or {}).get("best_val_loss")
+    if settings.get("stopping") == "validation" and isinstance(loss, (int, float)) \
+            and at_constant(float(loss)):
+        return f"validation criterion {loss:.4f} within {CONSTANT_TOLERANCE} of ln 2"
+    return None
+
+
+def outlier_seeds(values: dict[int, float]) -> dict[int, str]:
+    """Rule 3 over one configuration's ``{seed: pooled AUC}``: ``{seed: reason}`` of the seeds
+    far below the others (none with fewer than :data:`OUTLIER_MIN_SEEDS` seeds)."""
+    finite = {s: v for s, v in values.items() if v is not None and math.isfinite(v)}
+    if len(finite) < OUTLIER_MIN_SEEDS:
+        return {}
+    arr = np.asarray(list(finite.values()))
+    median = float(np.median(arr))
+    spread = MAD_TO_SD * float(np.median(np.abs(arr - median)))
+    limit = median - max(OUTLIER_GAP, OUTLIER_MADS * spread)
+    return {s: f"pooled AUC {v:.3f} far below its configuration's median {median:.3f} "
+               f"(limit {limit:.3f})" for s, v in finite.items() if v < limit}

@@ -1,0 +1,126 @@
+"""Failed fits of the binary protocols (atrec.evaluation.fits): each rule on cases worked out
+by hand, a failed seed counted apart in a summary and marked in the tables, and a tuning study
+whose best trial failed reported and not exported."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from atrec.evaluation.fits import (
+    CONSTANT_LOSS,
+    FAILED_MARK,
+    fit_diagnostics,
+    outlier_seeds,
+    record_failure,
+)
+from atrec.evaluation.summary import summarize
+from atrec.protocols.base import PROTOCOLS_FOLDER
+from atrec.protocols.binary import BINARY_CLEAN_METRICS
+from atrec.reporting.benchmark_render import benchmark_report
+from atrec.results.records import record_path, save_record
+
+# DT-DR on Coat at binary-icde24's reference values, 10 seeds: seed 6 collapses
+DT_DR = dict(zip(range(10), (0.731, 0.735, 0.723, 0.740, 0.729, 0.737, 0.535, 0.726, 0.733,
+                             0.738)))
+
+
+def test_collapsed_scores_fail_and_spread_ones_do_not():
+    flat = fit_diagnostics(0.5 + 1e-4 * np.arange(10), 0.60, validated=False)
+    assert flat["failed"] and "collapsed" in flat["reasons"][0]
+    assert flat["val_minus_ln2"] is None          # no validation data: rule 2 not applied
+    spread = fit_diagnostics(np.linspace(0.1, 0.9, 10), 0.60, validated=True)
+    assert not spread["failed"] and spread["val_minus_ln2"] == pytest.approx(0.60 - math.log(2))
+
+
+@pytest.mark.parametrize("loss, failed", [(0.6911, True), (CONSTANT_LOSS, True), (0.70, True),
+                                          (0.6870, False), (0.55, False)])
+def test_a_validation_criterion_at_the_constants_ln2_fails(loss, failed):
+    diag = fit_diagnostics(np.linspace(0.1, 0.9, 10), loss, validated=True)
+    assert diag["failed"] is failed
+
+
+def test_the_seed_far_off_the_others_is_dt_drs_seed_6():
+    far = outlier_seeds(DT_DR)
+    assert list(far) == [6] and "0.535" in far[6]
+    assert outlier_seeds({0: 0.70, 1: 0.50}) == {}            # two seeds: no median to trust
+    # a spread configuration has no outlier from its spread alone
+    assert outlier_seeds(dict(enumerate(np.linspace(0.66, 0.74, 9)))) == {}
+
+
+def test_a_record_without_diagnostics_is_judged_on_its_validation_criterion():
+    old = {"metrics": {"best_val_loss": 0.6920},
+           "protocol": {"settings": {"stopping": "validation"}}}
+    assert "ln 2" in record_failure(old)
+    old["protocol"]["settings"]["stopping"] = "reference"      # a training loss: not judged
+    assert record_failure(old) is None
+    assert record_failure({"diagnostics": {"failed": False, "reasons": []}}) is None
+
+
+def _record(method, seed, auc, failed=False):
+    values = dict(zip(BINARY_CLEAN_METRICS, np.linspace(0.1, 0.9, len(BINARY_CLEAN_METRICS))))
+    values["auc"] = auc
+    return {"schema": 1, "dataset": "coat", "propensity": "none", "with_at": False,
+            "method": method, "seed": seed, "params": {"dim": 16, "lam": 1e-4},
+            "params_source": "reference", "variant": "", "metrics": values,
+            "diagnostics": {"failed": failed, "reasons": ["collapsed"] if failed else []},
+            "protocol": {"name": "binary-icde24", "settings": {}}, "provenance": {}}
+
+
+def test_a_summary_leaves_failed_seeds_out_of_the_means_and_says_so():
+    records = [_record("dt-dr", s, v) for s, v in DT_DR.items()]
+    records[2] = _record("dt-dr", 2, DT_DR[2], failed=True)      # rule 1, from the record
+    summary = summarize(records, "reference", method="dt-dr", expected_seeds=10)
+    assert set(summary.failed_seeds("coat", "none", False)) == {2, 6}
+    cell = summary.cell("coat", "none", False, "auc")
+    assert cell.seeds == (0, 1, 3, 4, 5, 7, 8, 9)
+    assert cell.mean == pytest.approx(np.mean([v for s, v in DT_DR.items() if s not in (2, 6)]))
+    assert any("seed 6: failed fit" in w for w in summary.warnings)
+
+
+def test_saito2020_records_are_never_judged():
+    records = [{**_record("dt-dr", s, v), "protocol": {"name": "saito2020"}}
+               for s, v in DT_DR.items()]
+    summary = summarize(records, "reference", method="dt-dr", expected_seeds=10)
+    assert summary.failed == {} and summary.cell("coat", "none", False, "auc").n == 10
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_the_benchmark_marks_and_counts_a_failed_seed(tmp_path, fmt):
+    root = tmp_path / PROTOCOLS_FOLDER / "binary-icde24"
+    for seed, auc in DT_DR.items():
+        for method in ("mf", "dt-dr"):
+            value = auc if method == "dt-dr" else 0.70 + 0.001 * seed
+            save_record(_record(method, seed, value),
+                        record_path("coat", f"{method}/none", "reference", seed, root))
+    out = benchmark_report(root, ["coat"], "reference", fmt=fmt, expected_seeds=10,
+                           protocol="binary-icde24")
+    if fmt == "json":
+        row = next(r for r in json.loads(out.text)["rows"] if r["method"] == "dt-dr")
+        assert list(row["failed"]["without"]) == ["6"]
+        assert row["cells"]["auc"]["without"]["n"] == 9
+        return
+    line = next(x for x in out.text.splitlines() if "DT-DR" in x)
+    assert FAILED_MARK in line and "failed" in out.text
+    assert any("seed 6: failed fit" in n for n in out.notices)
+
+
+def test_a_study_whose_best_trial_failed_is_reported_and_not_exported(tmp_path):
+    from atrec.results.params import HyperParams
+    from atrec.tuning.configs import failed_study
+    from atrec.tuning.export import export_best
+    from atrec.tuning.study import StudyOutcome
+
+    values = {"dim": 16, "lam": 1e-4, "lr": 0.01, "batch_size": 128}
+    best = HyperParams.from_values(values)
+    bad = StudyOutcome("s-bad", 5, 5, 5, 0.6912, best, 3, dataset="coat", method="mf", propensity="none")
+    good = StudyOutcome("s-good", 5, 5, 5, 0.6012, best, 1, dataset="coat", method="mf-bias",
+                        propensity="none")
+    assert "ln 2" in failed_study(bad, "binary-clean")
+    assert failed_study(good, "binary-clean") is None
+    assert failed_study(bad, "saito2020") is None        # a rating MSE: not a cross-entropy
+    bad.failed = failed_study(bad, "binary-clean")
+    path = export_best([bad, good], tmp_path / "tuned.yaml", "binary-clean")
+    text = path.read_text()
+    assert "mf-bias/none" in text and "mf/none" not in text
