@@ -171,6 +171,8 @@ class Summary:
     synthetic: dict = field(default_factory=dict)
     # (dataset, propensity, with_at) -> {seed: why its fit failed}: left out of every cell
     failed: dict = field(default_factory=dict)
+    # (dataset, propensity, with_at, metric) -> {seed: [resamples] values over test users}
+    bootstrap: dict = field(default_factory=dict)
 
     def failed_seeds(self, dataset: str, propensity: str, with_at: bool) -> dict:
         """``{seed: reason}`` of a configuration's failed fits (atrec.evaluation.fits)."""
@@ -249,6 +251,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     notes: list[str] = []
     synthetic: dict[str, str] = {}
     binary: set[tuple] = set()           # configurations of a binary protocol's records
+    boot: dict[tuple, dict[int, np.ndarray]] = {}
     failures: dict[tuple, dict[int, str]] = {}
     for record in records:
         _check_record(record)
@@ -263,6 +266,10 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         with_at, seed = bool(record["with_at"]), int(record["seed"])
         if _is_binary(record):
             binary.add((dataset, propensity, with_at))
+            block = (record.get("bootstrap") or {}).get("metrics") or {}
+            for metric, draws in block.items():
+                boot.setdefault((dataset, propensity, with_at, metric), {}).setdefault(
+                    seed, np.asarray(draws, np.float64))
             reason = record_failure(record)
             if reason:
                 failures.setdefault((dataset, propensity, with_at), {})[seed] = reason
@@ -286,10 +293,11 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
             notes.append(f"{config[0]}/{config[1]}{' with AT' if config[2] else ''} seed "
                          f"{seed}: failed fit ({reason}); counted apart, left out of the means "
                          f"and tests")
-        for key in [k for k in values if k[:3] == config]:
-            values[key] = {s: v for s, v in values[key].items() if s not in seeds}
-            if not values[key]:
-                del values[key]
+        for table in (values, boot):
+            for key in [k for k in table if k[:3] == config]:
+                table[key] = {s: v for s, v in table[key].items() if s not in seeds}
+                if not table[key]:
+                    del table[key]
     cells = {}
     for key, by_seed in values.items():
         seeds = tuple(sorted(by_seed))
@@ -312,7 +320,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
                                                              key=dataset_order))
     return Summary(params=params, datasets=chosen, expected_seeds=expected_seeds,
                    cells=cells, traces=trace_objs, warnings=tuple(notes), method=method,
-                   synthetic=synthetic, failed=failed)
+                   synthetic=synthetic, failed=failed, bootstrap=boot)
 
 
 def _is_binary(record: dict) -> bool:
@@ -346,7 +354,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     the first summary that has it, so each :class:`Cell` still names its set (``params``).
     The merged ``params`` lists the sets used; warnings come from the summaries used."""
     first = summaries[0]
-    cells, traces, used, failed = {}, {}, [], {}
+    cells, traces, used, failed, boot = {}, {}, [], {}, {}
     for s in summaries:
         configs = {k[:3] for k in s.cells} - {k[:3] for k in cells}
         if not configs:
@@ -354,6 +362,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
         used.append(s)
         cells.update({k: c for k, c in s.cells.items() if k[:3] in configs})
         failed.update({k: v for k, v in s.failed.items() if k in configs})
+        boot.update({k: v for k, v in s.bootstrap.items() if k[:3] in configs})
         traces.update({k: t for k, t in s.traces.items() if (*k, True) in configs})
     datasets = tuple(dict.fromkeys(d for s in summaries for d in s.datasets))
     synthetic: dict[str, str] = {}
@@ -363,7 +372,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     return Summary(params=", ".join(s.params for s in (used or summaries)), datasets=datasets,
                    expected_seeds=first.expected_seeds, cells=cells, traces=traces,
                    warnings=tuple(w for s in used for w in s.warnings), method=first.method,
-                   synthetic=synthetic, failed=failed)
+                   synthetic=synthetic, failed=failed, bootstrap=boot)
 
 
 def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Trace:

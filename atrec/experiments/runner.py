@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from atrec.data.ratings import RatingData
+from atrec.evaluation.bootstrap import BOOTSTRAP_SEED, RESAMPLES, resampled_metrics
 from atrec.evaluation.fits import fit_diagnostics
 from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
@@ -189,6 +190,10 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             record["diagnostics"] = fit_diagnostics(
                 result.scores[k], float(result.best_val_loss[k]),
                 settings.get("stopping") == "validation")
+            record["bootstrap"] = {   # the test-user resamples (atrec.evaluation.bootstrap)
+                "unit": "test user", "resamples": RESAMPLES, "seed": BOOTSTRAP_SEED,
+                "metrics": resampled_metrics(full.user, full.rating, result.scores[k],
+                                             protocol.metrics)}
         if result.traces:
             record["trace"] = {name: _trace(np.asarray(v)[:, k], protocol.view)
                                for name, v in result.traces.items()}

@@ -40,6 +40,8 @@ from atrec.reporting.common import (
     metric_label,
     signed,
 )
+from atrec.reporting.intervals import TITLE as INTERVALS_TITLE
+from atrec.reporting.intervals import boot_metrics, interval_rows, row_intervals
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.table1 import cell_text, seeds_text
@@ -156,6 +158,11 @@ def benchmark_json(bench: Benchmark) -> dict:
                     "n": cell.n if cell is not None else 0,
                     "seeds": list(cell.seeds) if cell is not None else [],
                     "best": bench.best(dataset, method, propensity, at, metric)}
+                if metric in boot_metrics(bench):
+                    got = row_intervals(bench, dataset, method, propensity, at, metric)
+                    cells[metric]["with_at" if at else "without"].update(
+                        ci95_users_seeds=got["interval"], diff_vs_baseline=got["diff"],
+                        diff_ci95_users_seeds=got["diff_interval"])
         failed = {("with_at" if at else "without"): {
             str(s): r for s, r in bench.summaries[method].failed_seeds(dataset, propensity,
                                                                        at).items()}
@@ -269,4 +276,8 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
         parts.append(f"{heading(title, fmt)}\n"
                      + (render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False)
                         if sig else "(nothing to show)"))
+    if boot_metrics(bench):    # binary records carry test-user resamples
+        boxed = interval_rows(bench, label_of, fmt)
+        parts.append(f"{heading(INTERVALS_TITLE, fmt)}\n"
+                     + render(boxed, fmt, list(boxed[0]), numparse=False))
     return ReportOutput("\n\n".join(parts), (), bench.notices)

@@ -49,6 +49,8 @@ from atrec.reporting.benchmark import (
 )
 from atrec.reporting.common import dataset_label, heading, json_safe, metric_label, signed
 from atrec.reporting.figures import _new_figure, _suptitle, save_figure
+from atrec.reporting.intervals import TITLE as INTERVALS_TITLE
+from atrec.reporting.intervals import boot_metrics, interval_rows, row_intervals
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.tables import FORMATS, render
@@ -246,7 +248,8 @@ def gap_json(gap: Gap) -> dict:
                           for m in (*RANKED[protocol], *SHOWN[protocol])},
                 "ranks": {m: gap.rank(protocol, method, m) for m in RANKED[protocol]},
                 "beats_mf": {m: gap.beats_mf(protocol, method, m) for m in RANKED[protocol]},
-                "failed": {str(k): v for k, v in gap.failed(protocol, method).items()}}
+                "failed": {str(k): v for k, v in gap.failed(protocol, method).items()},
+                "intervals": _intervals_json(gap, protocol, method)}
         methods.append(entry)
     tests = [{"protocol": p, "method": t.method, "metric": t.metric, "n": t.n,
               "mean_diff": t.mean_diff, "method_better": t.method_better, "t_p": t.t_p,
@@ -258,6 +261,16 @@ def gap_json(gap: Gap) -> dict:
                       "params": {p: gap.benches[p].params for p in gap.benches},
                       "ranked_metrics": {p: list(RANKED[p]) for p in GAP_PROTOCOLS},
                       "methods": methods, "tests": tests})
+
+
+def _intervals_json(gap: Gap, protocol: str, method: str) -> dict:
+    """The method's intervals over test users and seeds under ``protocol`` (metric ->
+    ``{mean, interval, diff, diff_interval}``; empty without bootstrapped records)."""
+    bench = gap.benches.get(protocol)
+    if bench is None or method not in bench.summaries:
+        return {}
+    return {m: row_intervals(bench, gap.dataset, method, NO_PROPENSITY, False, m)
+            for m in boot_metrics(bench)}
 
 
 def _legend(gap: Gap, fmt: str) -> str:
@@ -334,6 +347,11 @@ def gap_report(root: Path | None = None, dataset: str = "coat", fmt: str = "tabl
              f"{heading('Paired t-tests vs MF, Holm over each protocol', fmt)}\n"
              + (render(tests, fmt, list(tests[0]), numparse=False) if tests
                 else "(nothing to show)")]
+    for protocol, bench in gap.benches.items():   # intervals over test users and seeds
+        if boot_metrics(bench):
+            boxed = interval_rows(bench, label_of, fmt)
+            parts.append(f"{heading(f'{protocol}: {INTERVALS_TITLE}', fmt)}\n"
+                         + render(boxed, fmt, list(boxed[0]), numparse=False))
     return ReportOutput("\n\n".join(parts), tuple(paths), gap.notices)
 
 
