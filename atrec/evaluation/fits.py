@@ -1,7 +1,7 @@
 """Failed fits of the binary protocols: when a run is marked failed, and how tables count it
 (docs/protocols.md, "Failed fits").
 
-A binary method's fit has failed when (rules 1 and 2 read no test label; rule 3 compares a
+A binary method's fit has failed when (rules 1 to 3 read no test label; rule 4 compares a
 seed with the other seeds of its configuration):
 
 1. **collapsed scores**: the standard deviation of its predicted probabilities over the
@@ -13,7 +13,12 @@ seed with the other seeds of its configuration):
    cross-entropy, on which the constant prediction 1/2 scores exactly ``ln 2``: such a fit
    predicts about 1/2 everywhere. (A criterion above ``ln 2`` with spread scores is an
    overconfident fit, as MF's N(0, 1) tables give, not a failed one: it can rank well.)
-3. **a seed far off the others**: with at least :data:`OUTLIER_MIN_SEEDS` seeds of one
+3. **no ranking on validation data**: its pooled AUC on its own validation pairs (MNAR
+   pairs held out of training: no test label) is below :data:`VAL_AUC_FLOOR`. On Coat under
+   ``binary-clean`` a fit that learned anything scores about 0.7 there (MF tuned 0.71-0.73,
+   MF with biases 0.77); DR-JL tuned, whose criterion sits at ``ln 2`` with spread scores,
+   0.54;
+4. **a seed far off the others**: with at least :data:`OUTLIER_MIN_SEEDS` seeds of one
    configuration (method, propensity, AT, parameter set), a seed whose pooled AUC lies below
    the median of the configuration's seeds by more than ``max(`` :data:`OUTLIER_GAP` ``,``
    :data:`OUTLIER_MADS` ``x 1.4826 x MAD)`` (MAD: the median absolute deviation from that
@@ -22,10 +27,10 @@ seed with the other seeds of its configuration):
 
 A tuning study has failed when its best trial's validation criterion is at least ``ln 2 -``
 :data:`CONSTANT_TOLERANCE`: no trial beat the constant prediction (:func:`at_constant`; a
-trial keeps no scores, so rules 1 to 3 do not apply to it).
+trial keeps no scores, so rules 1 to 4 do not apply to it).
 
-The runner stores rules 1 and 2 in each record's ``diagnostics`` (:func:`fit_diagnostics`);
-summaries (:mod:`atrec.evaluation.summary`) add rule 3 where a configuration's seeds meet, leave
+The runner stores rules 1 to 3 in each record's ``diagnostics`` (:func:`fit_diagnostics`);
+summaries (:mod:`atrec.evaluation.summary`) add rule 4 where a configuration's seeds meet, leave
 a failed seed out of every mean and paired test, and count it apart; every table marks the
 row (:data:`FAILED_MARK`).
 """
@@ -40,6 +45,7 @@ COLLAPSED_SD = 0.01
 NEAR_CONSTANT_SD = 0.05
 CONSTANT_LOSS = math.log(2.0)     # the cross-entropy of the constant prediction 1/2
 CONSTANT_TOLERANCE = 0.005
+VAL_AUC_FLOOR = 0.55
 OUTLIER_METRIC = "auc"
 OUTLIER_MIN_SEEDS = 3
 OUTLIER_GAP = 0.05
@@ -59,10 +65,12 @@ def near_constant(best_val_loss: float, score_sd: float) -> bool:
             <= CONSTANT_TOLERANCE and score_sd < NEAR_CONSTANT_SD)
 
 
-def fit_diagnostics(scores: np.ndarray, best_val_loss: float, validated: bool) -> dict:
+def fit_diagnostics(scores: np.ndarray, best_val_loss: float, validated: bool,
+                    val_auc: float | None = None) -> dict:
     """A record's ``diagnostics``: the test scores' sd, the best validation criterion's distance
-    to ``ln 2`` (``None`` when the protocol selects on no validation data), and the verdict of
-    rules 1 and 2 (``failed``, ``reasons``)."""
+    to ``ln 2`` (``None`` when the protocol selects on no validation data), the validation
+    AUC (``None`` without validation pairs), and the verdict of rules 1 to 3 (``failed``,
+    ``reasons``)."""
     sd = float(np.std(np.asarray(scores, np.float64)))
     reasons = []
     if sd < COLLAPSED_SD:
@@ -74,11 +82,16 @@ def fit_diagnostics(scores: np.ndarray, best_val_loss: float, validated: bool) -
             reasons.append(f"at the constant: validation criterion {best_val_loss:.4f} within "
                            f"{CONSTANT_TOLERANCE} of ln 2 (the constant 1/2's), scores' sd "
                            f"{sd:.2g}")
-    return {"score_sd": sd, "val_minus_ln2": gap, "failed": bool(reasons), "reasons": reasons}
+    if val_auc is not None and math.isfinite(val_auc) and val_auc < VAL_AUC_FLOOR:
+        reasons.append(f"no ranking on validation: validation AUC {val_auc:.3f} < "
+                       f"{VAL_AUC_FLOOR}")
+    return {"score_sd": sd, "val_minus_ln2": gap,
+            "val_auc": None if val_auc is None or not math.isfinite(val_auc) else float(val_auc),
+            "failed": bool(reasons), "reasons": reasons}
 
 
 def record_failure(record: dict) -> str | None:
-    """The reason a record's run failed by rules 1 and 2, from its ``diagnostics``; ``None``
+    """The reason a record's run failed by rules 1 to 3, from its ``diagnostics``; ``None``
     when it did not (or holds none: a record made before they were written)."""
     diag = record.get("diagnostics")
     if isinstance(diag, dict) and diag.get("failed"):
@@ -87,7 +100,7 @@ def record_failure(record: dict) -> str | None:
 
 
 def outlier_seeds(values: dict[int, float]) -> dict[int, str]:
-    """Rule 3 over one configuration's ``{seed: pooled AUC}``: ``{seed: reason}`` of the seeds
+    """Rule 4 over one configuration's ``{seed: pooled AUC}``: ``{seed: reason}`` of the seeds
     far below the others (none with fewer than :data:`OUTLIER_MIN_SEEDS` seeds)."""
     finite = {s: v for s, v in values.items() if v is not None and math.isfinite(v)}
     if len(finite) < OUTLIER_MIN_SEEDS:

@@ -336,8 +336,8 @@ def _is_binary(record: dict) -> bool:
 
 
 def _failed_fits(values: dict, failures: dict, binary: set) -> dict:
-    """``config -> {seed: reason}``: the records' own verdicts (rules 1 and 2) and, among each
-    binary configuration's other seeds, those far off the rest (rule 3)."""
+    """``config -> {seed: reason}``: the records' own verdicts (rules 1 to 3) and, among each
+    binary configuration's other seeds, those far off the rest (rule 4)."""
     out = {config: dict(seeds) for config, seeds in failures.items()}
     for config in binary:
         scores = values.get((*config, OUTLIER_METRIC), {})
@@ -356,7 +356,9 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     first = summaries[0]
     cells, traces, used, failed, boot = {}, {}, [], {}, {}
     for s in summaries:
-        configs = {k[:3] for k in s.cells} - {k[:3] for k in cells}
+        # a configuration whose every seed failed has no cell but is this set's result
+        configs = ({k[:3] for k in s.cells} | set(s.failed)) - {k[:3] for k in cells} \
+            - set(failed)
         if not configs:
             continue
         used.append(s)
