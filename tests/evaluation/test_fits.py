@@ -146,3 +146,24 @@ def test_a_fit_that_ranks_nothing_on_its_validation_pairs_fails(val_auc, failed)
     """DR-JL tuned on Coat: criterion above ln 2, scores' sd 0.09, validation AUC 0.54."""
     diag = fit_diagnostics(0.5 + 0.09 * np.tile([-1.0, 1.0], 50), 0.696, True, val_auc)
     assert diag["failed"] is failed and diag["val_auc"] == val_auc
+
+
+def test_the_protocol_gap_marks_and_counts_a_failed_seed(tmp_path):
+    from atrec.reporting.protocol_gap import gap_report
+
+    for protocol in ("binary-icde24", "binary-clean"):
+        root = tmp_path / PROTOCOLS_FOLDER / protocol
+        for seed, auc in DT_DR.items():
+            for method in ("mf", "dt-dr"):
+                record = _record(method, seed, auc if method == "dt-dr" else 0.70 + 0.001 * seed)
+                record["protocol"]["name"] = protocol
+                save_record(record, record_path("coat", f"{method}/none", "reference", seed,
+                                                root))
+    out = gap_report(tmp_path, "coat", figures=False, expected_seeds=10)
+    line = next(x for x in out.text.splitlines() if x.startswith("DT-DR"))
+    assert FAILED_MARK in line
+    doc = json.loads(gap_report(tmp_path, "coat", "json", figures=False,
+                                expected_seeds=10).text)
+    entry = next(m for m in doc["methods"] if m["method"] == "dt-dr")
+    assert list(entry["binary-icde24"]["failed"]) == ["6"]
+    assert list(entry["binary-clean"]["failed"]) == ["6"]
