@@ -41,6 +41,9 @@ import math
 
 import numpy as np
 
+from atrec.errors import AtrecError
+from atrec.protocols import get_protocol
+
 COLLAPSED_SD = 0.01
 NEAR_CONSTANT_SD = 0.05
 CONSTANT_LOSS = math.log(2.0)     # the cross-entropy of the constant prediction 1/2
@@ -111,3 +114,29 @@ def outlier_seeds(values: dict[int, float]) -> dict[int, str]:
     limit = median - max(OUTLIER_GAP, OUTLIER_MADS * spread)
     return {s: f"pooled AUC {v:.3f} far below its configuration's median {median:.3f} "
                f"(limit {limit:.3f})" for s, v in finite.items() if v < limit}
+
+
+def is_binary_record(record: dict) -> bool:
+    """Whether a record comes from a binary protocol (whose fits the failed-fit rules judge)."""
+    block = record.get("protocol")
+    name = block.get("name") if isinstance(block, dict) else None
+    if not isinstance(name, str):
+        return False
+    try:
+        return get_protocol(name).view == "binary"
+    except AtrecError:        # a plug-in protocol that is not installed here
+        return False
+
+
+def failed_fits(values: dict, failures: dict, binary: set) -> dict:
+    """``config -> {seed: reason}`` for a summary: the records' own verdicts ``failures``
+    (rules 1 to 3) and, among each configuration of ``binary`` whose pooled AUC by seed is in
+    ``values`` (``(*config, metric) -> {seed: value}``), the seeds far off the rest (rule 4)."""
+    out = {config: dict(seeds) for config, seeds in failures.items()}
+    for config in binary:
+        scores = values.get((*config, OUTLIER_METRIC), {})
+        kept = {s: v for s, v in scores.items() if s not in out.get(config, {})}
+        far = outlier_seeds(kept)
+        if far:
+            out.setdefault(config, {}).update(far)
+    return out

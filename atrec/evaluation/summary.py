@@ -26,13 +26,12 @@ import numpy as np
 
 from atrec.data.synthetic import synthetic_source
 from atrec.errors import AtrecError
-from atrec.evaluation.fits import OUTLIER_METRIC, outlier_seeds, record_failure
+from atrec.evaluation.fits import failed_fits, is_binary_record, record_failure
 from atrec.evaluation.registry import METRICS as METRIC_REGISTRY
 from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.methods.registry import base_method
 from atrec.names import DEFAULT_METHOD, LOWER_IS_BETTER, METRICS, TABLE_DATASETS, TRACE_NAMES  # noqa: F401
 from atrec.propensity.registry import propensity_order
-from atrec.protocols import get_protocol
 from atrec.results.params import NAMED_SETS, PUBLISHED
 from atrec.results.records import iter_records, params_label, record_label
 
@@ -264,7 +263,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         if source is not None:
             synthetic.setdefault(dataset, source)
         with_at, seed = bool(record["with_at"]), int(record["seed"])
-        if _is_binary(record):
+        if is_binary_record(record):
             binary.add((dataset, propensity, with_at))
             block = (record.get("bootstrap") or {}).get("metrics") or {}
             for metric, draws in block.items():
@@ -287,7 +286,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
             slot[seed] = float(value)
         if with_at and record.get("trace"):
             traces.setdefault((dataset, propensity), {}).setdefault(seed, record["trace"])
-    failed = _failed_fits(values, failures, binary)
+    failed = failed_fits(values, failures, binary)
     for config, seeds in sorted(failed.items(), key=lambda kv: _cell_order((*kv[0], "mae"))):
         for seed, reason in sorted(seeds.items()):
             notes.append(f"{config[0]}/{config[1]}{' with AT' if config[2] else ''} seed "
@@ -321,31 +320,6 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     return Summary(params=params, datasets=chosen, expected_seeds=expected_seeds,
                    cells=cells, traces=trace_objs, warnings=tuple(notes), method=method,
                    synthetic=synthetic, failed=failed, bootstrap=boot)
-
-
-def _is_binary(record: dict) -> bool:
-    """Whether a record comes from a binary protocol (whose fits the failed-fit rules judge)."""
-    block = record.get("protocol")
-    name = block.get("name") if isinstance(block, dict) else None
-    if not isinstance(name, str):
-        return False
-    try:
-        return get_protocol(name).view == "binary"
-    except AtrecError:        # a plug-in protocol that is not installed here
-        return False
-
-
-def _failed_fits(values: dict, failures: dict, binary: set) -> dict:
-    """``config -> {seed: reason}``: the records' own verdicts (rules 1 to 3) and, among each
-    binary configuration's other seeds, those far off the rest (rule 4)."""
-    out = {config: dict(seeds) for config, seeds in failures.items()}
-    for config in binary:
-        scores = values.get((*config, OUTLIER_METRIC), {})
-        kept = {s: v for s, v in scores.items() if s not in out.get(config, {})}
-        far = outlier_seeds(kept)
-        if far:
-            out.setdefault(config, {}).update(far)
-    return out
 
 
 def merge_summaries(summaries: list[Summary]) -> Summary:
