@@ -130,6 +130,37 @@ def test_auc_against_a_brute_force_pair_count():
     assert bm.global_auc(np.zeros(300), y, q) == pytest.approx(brute, rel=1e-12)
 
 
+def test_per_user_auc_by_hand():
+    # user 0: positive .8 against negatives .8 and .1: (1/2 + 1) / 2; user 1: its positive .2
+    # below its negative .9: 0; user 2 has no negative and is left out
+    users = np.array([0, 1, 0, 2, 0, 1])
+    y = np.array([1.0, 1.0, 0.0, 1.0, 0.0, 0.0])
+    q = np.array([0.8, 0.2, 0.8, 0.5, 0.1, 0.9], np.float32)
+    assert get_metric("auc_user").compute(users, y, q) == pytest.approx((0.75 + 0.0) / 2)
+    # a user main effect: each user's items in the wrong order, but the mostly positive user 1
+    # above the mostly negative user 0: pooled, 3 positives beat 3 of 4 negatives each
+    users = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    y = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+    q = np.array([0.1, 0.2, 0.3, 0.4, 0.7, 0.8, 0.85, 0.9])
+    assert bm.global_auc(users, y, q) == pytest.approx(9 / 16)
+    assert bm.user_auc(users, y, q) == 0.0
+
+
+def test_per_user_auc_against_each_users_brute_force_pair_count():
+    rng = np.random.default_rng(1)
+    users = rng.integers(0, 25, 600)
+    y = (rng.random(600) < 0.4).astype(float)
+    q = np.round(rng.random(600), 1).astype(np.float32)
+    per = []
+    for u in np.unique(users):
+        mine = users == u
+        pos, neg = q[mine & (y == 1)][:, None], q[mine & (y == 0)][None, :]
+        if pos.size and neg.size:
+            per.append(((pos > neg).sum() + 0.5 * (pos == neg).sum()) / (pos.size * neg.size))
+    assert bm.user_auc(users, y, q) == pytest.approx(np.mean(per), rel=1e-12)
+    assert math.isnan(bm.user_auc(np.arange(3), np.array([1.0, 0.0, 1.0]), q[:3]))
+
+
 @pytest.mark.parametrize("labels, message", [
     (np.array([0.0, 2.0]), "labels 0 or 1"),
     (np.array([0.0]), "equal length"),
@@ -144,7 +175,7 @@ def test_registered_with_labels_directions_and_kinds():
     assert set(BINARY_CLEAN_METRICS) <= set(metric_names())
     assert BINARY_CLEAN_METRICS[:len(BINARY_REFERENCE_METRICS)] == BINARY_REFERENCE_METRICS
     assert [LABELS[m] for m in BINARY_CLEAN_METRICS[2:]] == [
-        "Log loss", "AUC", "nDCG@5 (ref)", "Recall@5 (ref)", "Precision@5 (ref)", "F1@5 (ref)",
+        "Log loss", "AUC", "AUC (per user)", "nDCG@5 (ref)", "Recall@5 (ref)", "Precision@5 (ref)", "F1@5 (ref)",
         "nDCG@5", "Recall@5", "Precision@5", "F1@5"]
     assert [m for m in BINARY_CLEAN_METRICS[2:] if DIRECTIONS[m]] == ["logloss"]
     assert {get_metric(m).kind for m in ("logloss", "auc")} == {"scored"}

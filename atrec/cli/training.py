@@ -23,6 +23,7 @@ from atrec.cli.app import (
     run_opts,
     selection_options,
 )
+from atrec.errors import AtrecError
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
@@ -154,6 +155,12 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
                       fmt, numparse=False))
     path = tuned_params_path(request.protocol)
     echo_notes(kept_notes(outcomes, path))
+    failed = [o for o in outcomes if o.failed]
+    if failed:
+        raise AtrecError(f"{len(failed)} of {len(outcomes)} studies failed and were not "
+                         f"exported ({'; '.join(f'{o.study}: {o.failed}' for o in failed)}): "
+                         f"widen the search space or fix the method before shipping values",
+                         exit_code=1)
     if not quiet:
         echo_notes([f"best parameters merged into {path} (use --params tuned"
                     f"{'' if chosen.is_default else ' --protocol ' + protocol})"])

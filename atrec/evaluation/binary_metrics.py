@@ -1,5 +1,5 @@
 """Metrics of the binary protocols (docs/protocols.md, "Binary metrics") on 0/1 labels and predicted
-probabilities: log loss, global AUC, and per-user top-K nDCG, Recall, Precision and F1.
+probabilities: log loss, global AUC, per-user AUC, and per-user top-K nDCG, Recall, Precision and F1.
 
 The ICDE 2024 reference code (``haoxuanli-pku/ICDE24-MNAR``, ``real_world/utils.py``) scores a
 user without a positive test item as 1 in nDCG and 0 in Recall, averages Precision over every
@@ -68,6 +68,39 @@ def global_auc(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
+def user_auc(users: np.ndarray, labels: np.ndarray, q: np.ndarray) -> float:
+    """The mean over test users of each user's own AUC (its positives against its negatives,
+    a tie counting 1/2), over the users with both a positive and a negative test item; NaN
+    when there is none. Unlike :func:`global_auc` it cannot be won by a user's main effect
+    (scoring every item of a more positive user higher): it asks only how each user's items
+    are ordered. Arrays ``(n,)``."""
+    auc, both = user_auc_values(*_binary_inputs(users, labels, q, "per-user AUC"))
+    return float(auc[both].mean()) if both.any() else float("nan")
+
+
+def user_auc_values(users: np.ndarray, y: np.ndarray, q: np.ndarray) -> tuple:
+    """``(auc, both)``, one entry per test user in increasing id: the user's own AUC (NaN for
+    a user without both classes) and whether it has a positive and a negative. Checked arrays
+    ``(n,)``."""
+    order = np.lexsort((q, users))
+    u, v, y = users[order], q[order], y[order]
+    n = u.size
+    new_user = np.r_[True, u[1:] != u[:-1]]
+    new_tie = new_user | np.r_[True, v[1:] != v[:-1]]
+    starts = np.flatnonzero(new_tie)
+    ends = np.r_[starts[1:], n]
+    first = np.maximum.accumulate(np.where(new_user, np.arange(n), 0))   # the user's first row
+    rank = np.repeat((starts + ends + 1) / 2.0, ends - starts) - first   # 1-based, in the user
+    group = np.cumsum(new_user) - 1
+    pos = np.bincount(group, weights=y)
+    neg = np.bincount(group) - pos
+    both = (pos > 0) & (neg > 0)
+    ranks = np.bincount(group, weights=y * rank)
+    auc = np.full(pos.size, np.nan)
+    auc[both] = (ranks[both] - pos[both] * (pos[both] + 1) / 2.0) / (pos[both] * neg[both])
+    return auc, both
+
+
 def top_k_values(users: np.ndarray, labels: np.ndarray, q: np.ndarray,
                  k: int = BINARY_K) -> dict[str, float]:
     """The top-``k`` metrics of :data:`TOP_K_VALUES`, ``{key: value}``, from one sort.
@@ -85,6 +118,25 @@ def top_k_values(users: np.ndarray, labels: np.ndarray, q: np.ndarray,
       ``precision_std`` and ``recall``: from the averages, as the reference code does; 0 when
       either mean is 0.
     """
+    per = top_k_per_user(users, labels, q, k)
+    ndcg, recall, precision, has = (per[key] for key in ("ndcg", "recall_ref", "precision",
+                                                          "has"))
+    out = {"ndcg_ref": ndcg.mean(), "recall_ref": recall.mean(), "precision": precision.mean()}
+    if has.any():
+        out.update(ndcg=ndcg[has].mean(), recall=recall[has].mean(),
+                   precision_std=precision[has].mean())
+    else:
+        out.update(ndcg=np.nan, recall=np.nan, precision_std=np.nan)
+    out["f1_ref"] = _f1(out["precision"], out["recall_ref"])
+    out["f1"] = _f1(out["precision_std"], out["recall"])
+    return {key: float(out[key]) for key in TOP_K_VALUES}
+
+
+def top_k_per_user(users: np.ndarray, labels: np.ndarray, q: np.ndarray,
+                   k: int = BINARY_K) -> dict:
+    """Each test user's top-``k`` values, one entry per user in increasing id (what
+    :func:`top_k_values` averages): ``ndcg`` (1 for a user without a positive), ``recall_ref``
+    (h / max(1, P)), ``precision`` (h / k) and ``has`` (whether the user has a positive)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     users, labels, q = _binary_inputs(users, labels, q, "a top-K metric")
@@ -100,16 +152,7 @@ def top_k_values(users: np.ndarray, labels: np.ndarray, q: np.ndarray,
     has = positives > 0
     ndcg = np.divide(dcg, idcg, out=np.ones(n_groups), where=has)
     recall = hits / np.maximum(positives, 1.0)
-    precision = hits / k
-    out = {"ndcg_ref": ndcg.mean(), "recall_ref": recall.mean(), "precision": precision.mean()}
-    if has.any():
-        out.update(ndcg=ndcg[has].mean(), recall=recall[has].mean(),
-                   precision_std=precision[has].mean())
-    else:
-        out.update(ndcg=np.nan, recall=np.nan, precision_std=np.nan)
-    out["f1_ref"] = _f1(out["precision"], out["recall_ref"])
-    out["f1"] = _f1(out["precision_std"], out["recall"])
-    return {key: float(out[key]) for key in TOP_K_VALUES}
+    return {"ndcg": ndcg, "recall_ref": recall, "precision": hits / k, "has": has}
 
 
 def _f1(precision: float, recall: float) -> float:

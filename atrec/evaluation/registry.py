@@ -129,6 +129,9 @@ BINARY = (
     Metric("auc", "AUC", False, "scored", bm.global_auc, 4,
            "global AUC over all test rows pooled, ties counting 1/2 (scikit-learn's"
            " roc_auc_score); NaN when the test labels are all one class"),
+    Metric("auc_user", "AUC (per user)", False, "ranking", bm.user_auc, 4,
+           "mean over the test users with a positive and a negative of each user's own AUC,"
+           " ties counting 1/2; no user main effect can raise it"),
     *(Metric(name, label, False, "ranking",
              functools.partial(bm.top_k_metric, key=key, k=bm.BINARY_K), 4,
              f"{formula}, top {bm.BINARY_K} by probability with ties in test-row order; {who}")

@@ -26,6 +26,7 @@ import numpy as np
 
 from atrec.data.synthetic import synthetic_source
 from atrec.errors import AtrecError
+from atrec.evaluation.fits import failed_fits, is_binary_record, record_failure
 from atrec.evaluation.registry import METRICS as METRIC_REGISTRY
 from atrec.evaluation.registry import metric_order, metrics_in
 from atrec.methods.registry import base_method
@@ -174,6 +175,14 @@ class Summary:
     warnings: tuple[str, ...] = ()
     method: str = DEFAULT_METHOD
     synthetic: dict = field(default_factory=dict)
+    # (dataset, propensity, with_at) -> {seed: why its fit failed}: left out of every cell
+    failed: dict = field(default_factory=dict)
+    # (dataset, propensity, with_at, metric) -> {seed: [resamples] values over test users}
+    bootstrap: dict = field(default_factory=dict)
+
+    def failed_seeds(self, dataset: str, propensity: str, with_at: bool) -> dict:
+        """``{seed: reason}`` of a configuration's failed fits (atrec.evaluation.fits)."""
+        return self.failed.get((dataset, propensity, bool(with_at)), {})
 
     def cell(self, dataset: str, propensity: str, with_at: bool, metric: str) -> Cell | None:
         """The cell, or ``None`` when there are no results for it."""
@@ -255,6 +264,9 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     traces: dict[tuple, dict[int, dict]] = {}
     notes: list[str] = []
     synthetic: dict[str, str] = {}
+    binary: set[tuple] = set()           # configurations of a binary protocol's records
+    boot: dict[tuple, dict[int, np.ndarray]] = {}
+    failures: dict[tuple, dict[int, str]] = {}
     for record in records:
         _check_record(record)
         if wanted is not None and record["dataset"] not in wanted:
@@ -266,6 +278,15 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
         if source is not None:
             synthetic.setdefault(dataset, source)
         with_at, seed = bool(record["with_at"]), int(record["seed"])
+        if is_binary_record(record):
+            binary.add((dataset, propensity, with_at))
+            block = (record.get("bootstrap") or {}).get("metrics") or {}
+            for metric, draws in block.items():
+                boot.setdefault((dataset, propensity, with_at, metric), {}).setdefault(
+                    seed, np.asarray(draws, np.float64))
+            reason = record_failure(record)
+            if reason:
+                failures.setdefault((dataset, propensity, with_at), {})[seed] = reason
         for metric in metrics_in([record]):
             value = record["metrics"].get(metric)
             if value is None:
@@ -280,6 +301,17 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
             slot[seed] = float(value)
         if with_at and record.get("trace"):
             traces.setdefault((dataset, propensity), {}).setdefault(seed, record["trace"])
+    failed = failed_fits(values, failures, binary)
+    for config, seeds in sorted(failed.items(), key=lambda kv: _cell_order((*kv[0], "mae"))):
+        for seed, reason in sorted(seeds.items()):
+            notes.append(f"{config[0]}/{config[1]}{' with AT' if config[2] else ''} seed "
+                         f"{seed}: failed fit ({reason}); counted apart, left out of the means "
+                         f"and tests")
+        for table in (values, boot):
+            for key in [k for k in table if k[:3] == config]:
+                table[key] = {s: v for s, v in table[key].items() if s not in seeds}
+                if not table[key]:
+                    del table[key]
     cells = {}
     for key, by_seed in values.items():
         seeds = tuple(sorted(by_seed))
@@ -302,7 +334,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
                                                              key=dataset_order))
     return Summary(params=params, datasets=chosen, expected_seeds=expected_seeds,
                    cells=cells, traces=trace_objs, warnings=tuple(notes), method=method,
-                   synthetic=synthetic)
+                   synthetic=synthetic, failed=failed, bootstrap=boot)
 
 
 def merge_summaries(summaries: list[Summary]) -> Summary:
@@ -311,13 +343,17 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     the first summary that has it, so each :class:`Cell` still names its set (``params``).
     The merged ``params`` lists the sets used; warnings come from the summaries used."""
     first = summaries[0]
-    cells, traces, used = {}, {}, []
+    cells, traces, used, failed, boot = {}, {}, [], {}, {}
     for s in summaries:
-        configs = {k[:3] for k in s.cells} - {k[:3] for k in cells}
+        # a configuration whose every seed failed has no cell but is this set's result
+        configs = ({k[:3] for k in s.cells} | set(s.failed)) - {k[:3] for k in cells} \
+            - set(failed)
         if not configs:
             continue
         used.append(s)
         cells.update({k: c for k, c in s.cells.items() if k[:3] in configs})
+        failed.update({k: v for k, v in s.failed.items() if k in configs})
+        boot.update({k: v for k, v in s.bootstrap.items() if k[:3] in configs})
         traces.update({k: t for k, t in s.traces.items() if (*k, True) in configs})
     datasets = tuple(dict.fromkeys(d for s in summaries for d in s.datasets))
     synthetic: dict[str, str] = {}
@@ -327,7 +363,7 @@ def merge_summaries(summaries: list[Summary]) -> Summary:
     return Summary(params=", ".join(s.params for s in (used or summaries)), datasets=datasets,
                    expected_seeds=first.expected_seeds, cells=cells, traces=traces,
                    warnings=tuple(w for s in used for w in s.warnings), method=first.method,
-                   synthetic=synthetic)
+                   synthetic=synthetic, failed=failed, bootstrap=boot)
 
 
 def _stack_traces(key: tuple, by_seed: dict[int, dict], notes: list[str]) -> Trace:

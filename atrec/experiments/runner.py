@@ -25,6 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from atrec.data.ratings import RatingData
+from atrec.evaluation.bootstrap import BOOTSTRAP_SEED, RESAMPLES, resampled_metrics
+from atrec.evaluation.binary_metrics import global_auc
+from atrec.evaluation.fits import fit_diagnostics
 from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
 from atrec.experiments.locks import GroupClaim, Holder, try_claim
@@ -199,6 +202,17 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             record["protocol"]["propensity_fit"] = inputs.propensity_fit[k]
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
+        if protocol.view == "binary":   # failed-fit rules 1 to 3 (atrec.evaluation.fits)
+            val = result.diagnostics.get("val_scores")
+            record["diagnostics"] = fit_diagnostics(
+                result.scores[k], float(result.best_val_loss[k]),
+                settings.get("stopping") == "validation",
+                None if val is None else global_auc(inputs.splits[k].val.user,
+                                                    inputs.splits[k].val.rating, val[k]))
+            record["bootstrap"] = {   # the test-user resamples (atrec.evaluation.bootstrap)
+                "unit": "test user", "resamples": RESAMPLES, "seed": BOOTSTRAP_SEED,
+                "metrics": resampled_metrics(full.user, full.rating, result.scores[k],
+                                             protocol.metrics)}
         if result.traces:
             record["trace"] = {name: _trace(np.asarray(v)[:, k], protocol.view)
                                for name, v in result.traces.items()}

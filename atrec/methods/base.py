@@ -81,6 +81,9 @@ class MethodResult:
         ``[R, n_full]``: what nDCG ranks the full test set by (final parameters).
     traces : dict
         Name -> ``[steps, R]``: any other traces (stored in the records).
+    diagnostics : dict
+        Name -> ``[R, ...]``: what a fit reports about itself for the failed-fit rules
+        (a binary method's ``val_scores``, its probabilities on the validation pairs).
     """
 
     mae: np.ndarray
@@ -90,6 +93,7 @@ class MethodResult:
     selection_trace: np.ndarray
     scores: np.ndarray
     traces: dict = field(default_factory=dict)
+    diagnostics: dict = field(default_factory=dict)
 
     def select(self, keep: list[int]) -> MethodResult:
         """The result of some replicas, in the order given: the runner drops the filler
@@ -110,7 +114,8 @@ class MethodResult:
             np.asarray(self.mae)[idx], np.asarray(self.mse)[idx],
             np.asarray(self.best_step)[idx], np.asarray(self.best_val_loss)[idx],
             np.asarray(self.selection_trace)[:, idx], np.asarray(self.scores)[idx],
-            {name: np.asarray(v)[:, idx] for name, v in self.traces.items()})
+            {name: np.asarray(v)[:, idx] for name, v in self.traces.items()},
+            {name: np.asarray(v)[idx] for name, v in self.diagnostics.items()})
 
     def check(self, replicas: int, n_full: int) -> None:
         """Check every field's shape against the contract.

@@ -53,8 +53,8 @@ ONE_BASED = ("yahoo",)     # datasets whose reference code indexes by the file's
 
 # the metrics of each protocol's records (names in atrec.evaluation.registry): "_ref" counts a
 # test user without a positive as the reference code does, the others leave such users out
-BINARY_REFERENCE_METRICS = ("mae", "mse", "logloss", "auc", "ndcg5_ref", "recall5_ref",
-                            "precision5", "f1_5_ref")
+BINARY_REFERENCE_METRICS = ("mae", "mse", "logloss", "auc", "auc_user", "ndcg5_ref",
+                            "recall5_ref", "precision5", "f1_5_ref")
 BINARY_CLEAN_METRICS = BINARY_REFERENCE_METRICS + ("ndcg5", "recall5", "precision5_std", "f1_5")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.evaluation.fits import FAILED_MARK
 from atrec.evaluation.summary import EXPECTED_SEEDS
 from atrec.names import NO_PROPENSITY
 from atrec.propensity.registry import propensity_label
@@ -39,6 +40,8 @@ from atrec.reporting.common import (
     metric_label,
     signed,
 )
+from atrec.reporting.intervals import TITLE as INTERVALS_TITLE
+from atrec.reporting.intervals import boot_metrics, interval_rows, row_intervals
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.table1 import cell_text, seeds_text
@@ -71,8 +74,10 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
         params, budget = row_sources(bench, dataset, method, propensity, tables)
         prop_text = ("---" if fmt == "latex" else "—") if propensity == NO_PROPENSITY else \
             propensity_label(propensity)
+        failed = failed_count(bench, dataset, method, propensity)
         row = {"data": _text_label(bench.dataset_label(dataset), False, fmt),
-               "method": _text_label(info.label, info.uses_mcar, fmt),
+               "method": _text_label(info.label, info.uses_mcar, fmt) + _failed_mark(failed,
+                                                                                    fmt),
                "propensity": _text_label(prop_text, prop_mcar, fmt),
                "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
         for metric in bench.metrics:
@@ -83,10 +88,29 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
                     cell.sd if cell is not None else None,
                     bench.best(dataset, method, propensity, at, metric), None, metric, fmt, std,
                     False)
+        row["failed"] = str(failed)
         rows.append(row)
     columns = ["data", "method", "propensity", "params", "budget",
                *(_column(bench, m, at, ndcg) for m in bench.metrics for at in bench.at_options)]
+    if any_failed(bench):
+        columns.append("failed")
     return rows, columns
+
+
+def failed_count(bench: Benchmark, dataset: str, method: str, propensity: str) -> int:
+    """How many of a row's fits failed (atrec.evaluation.fits), over its AT options."""
+    summary = bench.summaries[method]
+    return sum(len(summary.failed_seeds(dataset, propensity, at)) for at in bench.at_options)
+
+
+def any_failed(bench: Benchmark) -> bool:
+    return any(failed_count(bench, *row) for row in bench.rows)
+
+
+def _failed_mark(count: int, fmt: str) -> str:
+    if not count:
+        return ""
+    return "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
 
 
 def _p_text(value: float) -> str:
@@ -134,9 +158,18 @@ def benchmark_json(bench: Benchmark) -> dict:
                     "n": cell.n if cell is not None else 0,
                     "seeds": list(cell.seeds) if cell is not None else [],
                     "best": bench.best(dataset, method, propensity, at, metric)}
+                if metric in boot_metrics(bench):
+                    got = row_intervals(bench, dataset, method, propensity, at, metric)
+                    cells[metric]["with_at" if at else "without"].update(
+                        ci95_users_seeds=got["interval"], diff_vs_baseline=got["diff"],
+                        diff_ci95_users_seeds=got["diff_interval"])
+        failed = {("with_at" if at else "without"): {
+            str(s): r for s, r in bench.summaries[method].failed_seeds(dataset, propensity,
+                                                                       at).items()}
+            for at in bench.at_options}
         rows.append({"dataset": dataset, "method": method, "propensity": propensity,
                      "uses_mcar": bench.uses_mcar(method, propensity), "params": params,
-                     "budget": budget, "cells": cells})
+                     "budget": budget, "cells": cells, "failed": failed})
     tests = [_test_json(t, bench.baseline) for t in bench.tests]
     methods = [{"name": m.name, "label": m.label, "uses_propensity": m.uses_propensity,
                 "uses_mcar": m.uses_mcar, "registered": m.registered} for m in bench.methods]
@@ -185,7 +218,12 @@ def _legend(bench: Benchmark, fmt: str) -> str:
             f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
             f"{dagger} uses MCAR labels "
             f"({'method' if bench.baseline != BASELINE else 'propensity or method'}); "
-            f"- means no results.")
+            f"- means no results."
+            + (f" {_failed_mark(1, fmt)}: some seeds' fits "
+               f"failed (collapsed scores, a validation criterion at the constant's ln 2, or "
+               f"a seed far below the others: docs/protocols.md, Failed fits); the failed "
+               f"column counts them, and they are left out of the means and tests."
+               if any_failed(bench) else ""))
     return f"% {text}" if fmt == "latex" else text
 
 
@@ -238,4 +276,8 @@ def benchmark_report(root: Path | None = None, datasets: Sequence[str] | None = 
         parts.append(f"{heading(title, fmt)}\n"
                      + (render(sig, fmt, [c for c in sig[0] if c not in drop], numparse=False)
                         if sig else "(nothing to show)"))
+    if boot_metrics(bench):    # binary records carry test-user resamples
+        boxed = interval_rows(bench, label_of, fmt)
+        parts.append(f"{heading(INTERVALS_TITLE, fmt)}\n"
+                     + render(boxed, fmt, list(boxed[0]), numparse=False))
     return ReportOutput("\n\n".join(parts), (), bench.notices)

@@ -10,14 +10,14 @@ For one dataset, every binary method with results is read under the two binary p
   ``train``'s default order (atrec's shipped ``tuned-atrec``, then ``reference``, then the
   user's ``tuned``) that the method has results for (each row names the set).
 
-Per method and protocol the table shows AUC, nDCG@5 and Recall@5, each protocol in its own
-convention (``binary-icde24``: a test user without a positive counts as the reference code
-counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the method's rank
-among the methods of that protocol by AUC and by nDCG@5 (1 = best; tied means share the better
-rank, so 1, 1, 3). A method with a ``form`` has a row at each protocol's default (``dr``: the
-code's form under ``binary-icde24``, the corrected one under ``binary-clean``) and a row per
-form named (``dr+form=coded``: the code's form under both), so a form is compared with itself
-across the protocols; ranks count each run once. A method *beats MF* under a protocol on a metric when its paired t-test
+Per method and protocol the table shows AUC (pooled and per user), nDCG@5 and Recall@5, each
+protocol in its own convention (``binary-icde24``: a test user without a positive counts as the
+reference code counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the
+method's rank among the methods of that protocol by AUC and by nDCG@5 (1 = best; tied means
+share the better rank, so 1, 1, 3). A method with a ``form`` has a row at each protocol's
+default (``dr``: the code's form under ``binary-icde24``, the corrected one under
+``binary-clean``) and a row per form named (``dr+form=coded``: the code's form under both), so a
+form is compared with itself across the protocols; ranks count each run once. A method *beats MF* under a protocol on a metric when its paired t-test
 against MF over the seeds both have (:func:`atrec.evaluation.significance.method_tests`) has a
 Holm-adjusted p below 0.05 and its mean is the better one; the Holm family is one protocol's
 tests, every method x {AUC, nDCG@5}. Methods that read MCAR labels (``uses_mcar``) carry ``†``.
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atrec.errors import AtrecError
+from atrec.evaluation.fits import FAILED_MARK
 from atrec.evaluation.registry import DIRECTIONS as LOWER_IS_BETTER
 from atrec.evaluation.significance import ALPHA, MethodTest, method_tests
 from atrec.evaluation.summary import dataset_order
@@ -54,6 +55,8 @@ from atrec.reporting.benchmark import (
 )
 from atrec.reporting.common import dataset_label, heading, json_safe, metric_label, signed
 from atrec.reporting.figures import _new_figure, _suptitle, save_figure
+from atrec.reporting.intervals import TITLE as INTERVALS_TITLE
+from atrec.reporting.intervals import boot_metrics, interval_rows, row_intervals
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.tables import FORMATS, render
@@ -66,7 +69,8 @@ GAP_PROTOCOLS = (REFERENCE_PROTOCOL, CLEAN_PROTOCOL)
 GAP_PARAMS = {REFERENCE_PROTOCOL: REFERENCE, CLEAN_PROTOCOL: ",".join(BinaryClean.param_sets)}
 # the metrics ranked and tested (AUC, nDCG@5), then those shown too, in each protocol's convention
 RANKED = {REFERENCE_PROTOCOL: ("auc", "ndcg5_ref"), CLEAN_PROTOCOL: ("auc", "ndcg5")}
-SHOWN = {REFERENCE_PROTOCOL: ("recall5_ref",), CLEAN_PROTOCOL: ("recall5",)}
+SHOWN = {REFERENCE_PROTOCOL: ("auc_user", "recall5_ref"),
+         CLEAN_PROTOCOL: ("auc_user", "recall5")}
 SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean"}   # column prefixes
 
 
@@ -152,6 +156,14 @@ class Gap:
         return any(self.benches[p].info(self.key(p, method)).uses_mcar for p in self.benches
                    if self.key(p, method) in {i.name for i in self.benches[p].methods})
 
+    def failed(self, protocol: str, method: str) -> dict:
+        """``{seed: reason}`` of the method's failed fits under ``protocol``
+        (:mod:`atrec.evaluation.fits`); they are left out of its means and tests."""
+        bench = self.benches.get(protocol)
+        if bench is None or method not in bench.summaries:
+            return {}
+        return bench.summaries[method].failed_seeds(self.dataset, NO_PROPENSITY, False)
+
     def params(self, protocol: str, method: str) -> tuple[str, str]:
         """``(parameter set, budget)`` of the method's row under ``protocol`` (``-`` if none)."""
         bench, key = self.benches.get(protocol), self.key(protocol, method)
@@ -220,6 +232,9 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
             label = latex_escape(label) + ("$^\\dagger$" if gap.uses_mcar(method) else "")
         elif gap.uses_mcar(method):
             label += MCAR_MARK
+        failed = {p: len(gap.failed(p, method)) for p in GAP_PROTOCOLS}
+        if any(failed.values()):
+            label += "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
         row = {"method": label}
         for protocol in GAP_PROTOCOLS:
             p = SHORT[protocol]
@@ -233,6 +248,7 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
                     else str(rank)
             row[f"{p} beats MF"] = "(baseline)" if method == BINARY_BASELINE else _beats(
                 gap, protocol, method)
+            row[f"{p} failed"] = str(failed[protocol])
         rows.append(row)
     return rows, list(rows[0]) if rows else []
 
@@ -265,7 +281,9 @@ def gap_json(gap: Gap) -> dict:
                 "means": {m: gap.mean(protocol, method, m)
                           for m in (*RANKED[protocol], *SHOWN[protocol])},
                 "ranks": {m: gap.rank(protocol, method, m) for m in RANKED[protocol]},
-                "beats_mf": {m: gap.beats_mf(protocol, method, m) for m in RANKED[protocol]}}
+                "beats_mf": {m: gap.beats_mf(protocol, method, m) for m in RANKED[protocol]},
+                "failed": {str(k): v for k, v in gap.failed(protocol, method).items()},
+                "intervals": _intervals_json(gap, protocol, method)}
         methods.append(entry)
     tests = [{"protocol": p, "method": t.method, "metric": t.metric, "n": t.n,
               "mean_diff": t.mean_diff, "method_better": t.method_better, "t_p": t.t_p,
@@ -279,8 +297,19 @@ def gap_json(gap: Gap) -> dict:
                       "methods": methods, "tests": tests})
 
 
+def _intervals_json(gap: Gap, protocol: str, method: str) -> dict:
+    """The method's intervals over test users and seeds under ``protocol`` (metric ->
+    ``{mean, interval, diff, diff_interval}``; empty without bootstrapped records)."""
+    bench = gap.benches.get(protocol)
+    if bench is None or method not in bench.summaries:
+        return {}
+    return {m: row_intervals(bench, gap.dataset, method, NO_PROPENSITY, False, m)
+            for m in boot_metrics(bench)}
+
+
 def _legend(gap: Gap, fmt: str) -> str:
     dagger = "$^\\dagger$" if fmt == "latex" else MCAR_MARK
+    ddagger = "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
     text = (f"{gap.dataset_label}. icde24 = {REFERENCE_PROTOCOL} (parameter set "
             f"{GAP_PARAMS[REFERENCE_PROTOCOL]}; the (ref) metrics count a test user without a "
             f"positive as the reference code does); clean = {CLEAN_PROTOCOL} (each method's "
@@ -290,7 +319,11 @@ def _legend(gap: Gap, fmt: str) -> str:
             f"under that protocol; ties share the better rank. beats MF: the metrics on which "
             f"the method's paired t-test against MF over seeds has a Holm-adjusted p < {ALPHA} "
             f"(one family per protocol: every method x AUC, nDCG@5) in its favour; "
-            f"{dagger} reads MCAR labels; - means no results.")
+            f"{dagger} reads MCAR labels; - means no results; "
+            f"{ddagger} some fits failed "
+            f"(collapsed, at the constant's validation loss, or a seed far below the others: "
+            f"docs/protocols.md, Failed fits), counted in the failed columns and left out of "
+            f"the means, ranks and tests.")
     return f"% {text}" if fmt == "latex" else text
 
 
@@ -377,6 +410,11 @@ def gap_report(root: Path | None = None, dataset: str = "coat", fmt: str = "tabl
              f"{heading('Paired t-tests vs MF, Holm over each protocol', fmt)}\n"
              + (render(tests, fmt, list(tests[0]), numparse=False) if tests
                 else "(nothing to show)")]
+    for protocol, bench in gap.benches.items():   # intervals over test users and seeds
+        if boot_metrics(bench):
+            boxed = interval_rows(bench, label_of, fmt)
+            parts.append(f"{heading(f'{protocol}: {INTERVALS_TITLE}', fmt)}\n"
+                         + render(boxed, fmt, list(boxed[0]), numparse=False))
     return ReportOutput("\n\n".join(parts), tuple(paths), gap.notices)
 
 

@@ -130,7 +130,10 @@ class BinaryMethodChecks(HyperparameterChecks):
         check_hyperparameter_declarations(cls)
         names = [h.name for h in cls.hyperparameters]
         batched_at = cls.serves_in_at and cls.at_batch_size is BinaryMethod.at_batch_size
-        missing = [h.name for h in COMMON if h.name not in names
+        # a class that trains nothing (``trains = False``: the popularity score) needs only
+        # the method contract's dim and lam
+        common = COMMON if getattr(cls, "trains", True) else COMMON[:2]
+        missing = [h.name for h in common if h.name not in names
                    and (h.name != BATCH.name or batched_at)]
         assert not missing, f"hyperparameters lack the common {missing}"
         assert isinstance(cls.reference_forms, str), "reference_forms: a string"

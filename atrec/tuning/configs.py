@@ -16,6 +16,7 @@ from pathlib import Path
 
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
+from atrec.evaluation.fits import CONSTANT_LOSS, CONSTANT_TOLERANCE, at_constant
 from atrec.experiments.runner import validation_loss
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
@@ -220,8 +221,22 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                         first_label=first[1] if first else REFERENCE)
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
     outcome.method = method
+    outcome.failed = failed_study(outcome, protocol)
     export_best([outcome], export_path, protocol)
     return outcome
+
+
+def failed_study(outcome: StudyOutcome, protocol: str) -> str | None:
+    """Why a study under a binary protocol failed: its best trial's validation criterion is no
+    better than the constant 1/2's ``ln 2`` (rule 2 of :mod:`atrec.evaluation.fits`; a trial
+    reads no test label, so rules 1 and 3 do not apply); ``None`` when it did not."""
+    if get_protocol(protocol).view != "binary" or outcome.best_value is None:
+        return None
+    if not at_constant(outcome.best_value):
+        return None
+    return (f"its best validation criterion {outcome.best_value:.4f} is within "
+            f"{CONSTANT_TOLERANCE} of ln 2 = {CONSTANT_LOSS:.4f}, the constant 1/2's: every "
+            f"trial failed to fit")
 
 
 def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = None,

@@ -35,17 +35,18 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
     ``dataset -> config key -> {dim, lam[, epsilon], study, trials, best_value, best_trial,
     storage, updated}``.
     Concurrent exports are serialised by an ``flock`` on ``<file>.lock`` and each writes the
-    whole file atomically, so none loses another's entries. Outcomes without a best trial are
-    skipped. An entry of another study (another ``--study-prefix``) with a lower best value is
-    kept, and the outcome's ``kept`` names it: the tuned values only ever get better on the
-    objective (the study that lost keeps its values in its storage). ``protocol``: whose methods the file's entries name (a binary protocol's are
+    whole file atomically, so none loses another's entries. Outcomes without a best trial, and
+    failed studies (``failed``: atrec.tuning.configs.failed_study), are skipped. An entry of
+    another study (another ``--study-prefix``) with a lower best value is kept, and the
+    outcome's ``kept`` names it: the tuned values only ever get better on the objective (the
+    study that lost keeps its values in its storage). ``protocol``: whose methods the file's entries name (a binary protocol's are
     its own).
     """
     path = Path(path) if path is not None else tuned_params_path()
     with file_lock(path.with_name(path.name + ".lock")):
         table = read_tuned_file(path, protocol) if path.exists() else {}
         for o in outcomes:
-            if o.best_params is None:
+            if o.best_params is None or o.failed:   # a failed study ships nothing
                 continue
             entry = o.best_params.as_dict()
             entry.update(study=o.study, trials=o.complete, best_value=o.best_value,
@@ -114,5 +115,7 @@ def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False,
             "epsilon": show(p.epsilon if p else None, ".3g"),
             **{k: show(v, ".3g") for k, v in (p.extra if p else ())},
             "seconds": round(o.seconds, 1),
+            **({"failed": o.failed or ("" if numeric else "-")}
+               if any(x.failed for x in outcomes) else {}),
         })
     return rows

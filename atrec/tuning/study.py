@@ -138,6 +138,7 @@ class StudyOutcome:
     # set by the export when the tuned file kept another study's better entry for this
     # configuration: (that study, its best value)
     kept: tuple[str, float] | None = None
+    failed: str | None = None          # why its best trial is a failed fit: not exported
 
 
 class _Surplus(Exception):

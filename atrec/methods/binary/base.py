@@ -275,7 +275,16 @@ class BinaryMethod(Method):
         err = y - q.astype(np.float64)
         return MethodResult(np.mean(np.abs(err), axis=1), np.mean(err ** 2, axis=1),
                             np.asarray(best_step), np.asarray(best_val, np.float64), trace, q,
-                            traces)
+                            traces, self.validation_scores(run, out.params))
+
+    def validation_scores(self, run: BinaryRun, params: dict) -> dict:
+        """``{"val_scores": [R, n_val]}``: the evaluated predictor's probabilities on each
+        replica's validation pairs, which the failed-fit rules read (no test label:
+        :mod:`atrec.evaluation.fits`); empty without a validation part."""
+        if np.shape(run.problem.val["user"])[-1] == 0:
+            return {}
+        return {"val_scores": np.asarray(self.predict(params, run.val["user"], run.val["item"]),
+                                         np.float64)}
 
 
 def trained_twice(run: BinaryRun, fit_one: Callable) -> tuple:

@@ -8,7 +8,9 @@ method's forms are its ``form`` option, and the names the forms had are aliases
 from __future__ import annotations
 
 from atrec.methods.base import validate_method_class
-from atrec.methods.binary import cvib, dr, dr_bias, dt, escm2, ips, multi, stable_dr, tdr
+from atrec.methods.binary import (
+    baselines, cvib, dr, dr_bias, dt, escm2, ips, multi, stable_dr, tdr,
+)
 from atrec.methods.binary.base import CODED, CORRECTED, FORM
 from atrec.registry import Registry
 
@@ -28,7 +30,8 @@ BUILT_IN = (ips.BinaryMF, ips.BinaryIPS, ips.BinarySNIPS, dr.BinaryDR, dr.Binary
             dr.BinaryMRDRJL, cvib.BinaryCVIB, cvib.BinaryDIB, tdr.BinaryTDR, tdr.BinaryTDRJL,
             dt.BinaryDTIPS, dt.BinaryDTDR, escm2.BinaryESCM2IPS, escm2.BinaryESCM2DR,
             escm2.BinaryESMM, multi.BinaryMultiIPS, multi.BinaryMultiDR, dr_bias.DRBias,
-            dr_bias.DRMSE, stable_dr.StableDR)
+            dr_bias.DRMSE, stable_dr.StableDR,
+            baselines.BinaryBiasedMF, baselines.Popularity)
 
 
 def _form_aliases() -> dict:
