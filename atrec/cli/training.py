@@ -25,7 +25,7 @@ from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
-from atrec.names import DEFAULT_PROTOCOL, TABLE_DATASETS, expand
+from atrec.names import DEFAULT_PROTOCOL, expand
 from atrec.paths import require_writable
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
@@ -44,7 +44,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
     if chosen.view == "binary" and not (with_at or without_at):
         at_options = [False]   # a binary protocol trains methods alone unless --with-at asks
     return TrainRequest(
-        datasets=expand(datasets, TABLE_DATASETS, "dataset"),
+        datasets=expand(datasets, chosen.datasets, "dataset"),
         propensities=expand_propensities(propensities),
         at_options=at_options, seeds=parse_seeds(seeds),
         params=params or (DEFAULT_PARAMS if chosen.name == DEFAULT_PROTOCOL
@@ -125,7 +125,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     propensity_notice(expand_methods(methods, protocol), protocol)
     binary = get_protocol(protocol).view == "binary"
     request = TuneRequest(
-        datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
+        datasets=tuple(expand(datasets, get_protocol(protocol).datasets, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
         at_options=((False,) if binary and not (with_at or without_at) else
                     (False, True) if with_at == without_at else (with_at,)),

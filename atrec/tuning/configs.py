@@ -17,7 +17,7 @@ from pathlib import Path
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
-from atrec.methods.registry import configurations, method_class
+from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocol import SAMPLER_SEED, settings_dict
 from atrec.protocols import get_protocol
@@ -30,6 +30,7 @@ from atrec.results.params import (
     chain_lookup,
     chain_sets,
     load_param_table,
+    method_reference_params,
     tuned_params_path,
 )
 from atrec.runtime import compiled
@@ -159,7 +160,7 @@ def reference_start(dataset: str, propensity: str, with_at: bool,
     objective than its authors' values; with AT and no values of their own, those of the same
     configuration without AT (``epsilon`` then sampled). ``None`` where the method has none.
     The first trial under a protocol other than saito2020 (whose is :func:`chain_start`'s)."""
-    table = method_class(method, protocol).reference_params.get(dataset) or {}
+    table = method_reference_params(method, protocol).get(dataset) or {}
     values = table.get(config_key(propensity, with_at, method))
     if values is None and with_at:
         values = table.get(config_key(propensity, False, method))
