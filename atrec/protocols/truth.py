@@ -54,11 +54,15 @@ TRUTH_METRICS = ("mae", "mse", "truth_logloss", "truth_auc", "truth_ndcg5", "tru
                  "truth_user_auc")
 
 
-@functools.lru_cache(maxsize=2)
+_LOADED: dict = {}   # cuts -> Truth, kept for the process
+
+
 def _truth(cuts: tuple[float, ...]) -> Truth:
     """The true rates of the default completion at ``cuts`` (trained once and cached on disk,
     :func:`atrec.semisynthetic.truth.load_completion`; kept in memory for the process)."""
-    return truth_of(load_completion(), cuts)
+    if cuts not in _LOADED:
+        _LOADED[cuts] = truth_of(load_completion(), cuts)
+    return _LOADED[cuts]
 
 
 @functools.lru_cache(maxsize=2)
@@ -144,14 +148,18 @@ class TruthProtocol(_Binary):
                      num_users=nu, num_items=ni)
 
     def split_record(self) -> dict:
-        truth = _truth(TRUTH_FORM.cuts)
+        """The records' split block: the form, alpha and, once a split has loaded the truth
+        (as every run has before its records are written), its checksums and recipe; nothing
+        is loaded or trained here."""
+        truth = {"dataset": DATASET, "form": TRUTH_FORM.as_dict(), "alpha": self.alpha,
+                 "observed_kept": f"floor(sum p - {THIN_SIGMAS:g} sd), thinned uniformly"}
+        loaded = _LOADED.get(TRUTH_FORM.cuts)
+        if loaded is not None:
+            truth.update(rates_sha256=loaded.sha256,
+                         completion_sha256=loaded.completion.get("store_sha256"),
+                         completion_recipe=loaded.completion.get("recipe"))
         return {"labels": "y ~ Bernoulli(c), drawn per seed",
-                "validation_fraction": VALIDATION_FRACTION,
-                "truth": {"dataset": DATASET, "form": TRUTH_FORM.as_dict(),
-                          "alpha": self.alpha, "rates_sha256": truth.sha256,
-                          "completion_sha256": truth.completion.get("store_sha256"),
-                          "completion_recipe": truth.completion.get("recipe"),
-                          "observed_kept": "floor(sum p - 5 sd), thinned uniformly"},
+                "validation_fraction": VALIDATION_FRACTION, "truth": truth,
                 "mcar_split": {"kind": "uniform cells", "cells": MCAR_CELLS,
                                "in_test": False}}
 

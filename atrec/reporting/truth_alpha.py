@@ -6,7 +6,7 @@ method and alpha with the mean over seeds and its t-based 95% interval, and the 
 bars).
 
 A larger alpha makes the mechanism stronger (``p(0.1) / p(0.9)`` is ``8^-alpha``) and the
-observations fewer (about 29%, 9.6% and 3.3% of the cells), so a method's curve mixes both; MF's
+observations fewer (29%, 9.5% and 3.6% of the cells are kept), so a method's curve mixes both; MF's
 curve is the reference the debiasing methods are read against.
 """
 

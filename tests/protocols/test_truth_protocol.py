@@ -26,7 +26,7 @@ def truth(monkeypatch, tiny_data):
     that size."""
     rates = np.resize(np.asarray(RATES), NU * NI)
     fake = Truth(rates, (0.5, 0.6, 0.7, 0.8), "sha", {"store_sha256": "x", "recipe": {}})
-    monkeypatch.setattr(truth_protocol, "_truth", lambda cuts: fake)
+    monkeypatch.setattr(truth_protocol, "_LOADED", {truth_protocol.TRUTH_FORM.cuts: fake})
     truth_protocol._all_cells.cache_clear()
     yield replace(tiny_data, name="ml-100k", num_users=NU, num_items=NI), rates
     truth_protocol._all_cells.cache_clear()
@@ -102,6 +102,7 @@ def test_a_binary_method_trains_and_is_scored_against_the_truth(truth):
     metrics = records[0]["metrics"]
     assert set(get_protocol("binary-truth").metrics) <= set(metrics)
     assert records[0]["protocol"]["truth"]["alpha"] == 1.0
+    assert records[0]["protocol"]["truth"]["rates_sha256"] == "sha"
     assert records[0]["protocol"]["n_test"] == NU * NI
     assert 0.0 <= metrics["truth_auc"] <= tm.weighted_auc(np.zeros(NU * NI), rates, rates)
     entropy = tm.expected_log_loss(np.zeros(NU * NI), rates, rates)
