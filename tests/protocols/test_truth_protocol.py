@@ -126,3 +126,21 @@ def test_the_issue_methods_and_a_reference_form_train_under_binary_truth(truth, 
     metrics = records[0]["metrics"]
     assert all(np.isfinite(metrics[m]) for m in get_protocol("binary-truth").metrics)
     assert metrics["truth_logloss"] >= tm.expected_log_loss(np.zeros(NU * NI), rates, rates)
+
+
+def test_the_shipped_tuned_values_are_valid_and_say_their_budget():
+    import yaml
+    from importlib import resources
+
+    from atrec.results.params import get_params, protocol_shipped_file
+    text = (resources.files("atrec") / "resources" /
+            protocol_shipped_file("binary-truth")).read_text()
+    assert "12 trials" in text and "atrec tune --protocol binary-truth" in text
+    entries = yaml.safe_load(text)["ml-100k"]
+    assert {"mf/none", "multi-ips/none", "dr-jl/none"} <= set(entries)
+    for key, entry in entries.items():
+        method = "mf-ips" if key == "none" else key.split("/")[0]
+        params, label = get_params("tuned-atrec", "ml-100k", "none", False, method,
+                                   "binary-truth")
+        assert label == "tuned-atrec" and params.dim == entry["dim"]
+        assert entry["trials"] == 12
