@@ -104,7 +104,10 @@ def _reads(cls: type) -> str:
     where = []
     for name, _, split in _protocol_forms():
         stays = split.get("in_test")
-        if stays is not None:
+        if split.get("kind") == "uniform cells":   # a known truth's MCAR cells (binary-truth)
+            where.append(f"`{name}`: {split.get('cells')} cells drawn uniformly from the truth "
+                         f"with their labels, never scored")
+        elif stays is not None:
             where.append(f"`{name}`: " + ("a slice left in the test set (a leak)" if stays
                                           else "a slice removed from the test set"))
     return ("the labels of a 5% slice of the MCAR data (marked †)"

@@ -31,6 +31,7 @@ from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.check import check, render_check
 from atrec.reporting.protocol_gap import gap_reports
 from atrec.reporting.protocols import protocol_rows
+from atrec.reporting.truth_alpha import alpha_report
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
 from atrec.results.params import DEFAULT_PARAMS
@@ -44,14 +45,18 @@ def _protocol_sets(protocol: str) -> str:
 @main.command("report")
 @click.option("--dataset", "datasets", multiple=True,
               help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
-@click.option("--table", type=click.Choice(("paper", "benchmark", "protocol-gap")),
+@click.option("--table", type=click.Choice(("paper", "benchmark", "protocol-gap",
+                                            "truth-alpha")),
               default=None,
               help="Default: paper under saito2020, benchmark under any other protocol. "
                    "paper: Table 1's layout for one method (with tests, claims, figures); "
                    "benchmark: every method x propensity, w/o and w/ AT, with paired tests "
                    "against MF-IPS (Holm; MF under a binary protocol); protocol-gap: each "
                    "binary method's metrics and ranks under binary-icde24 beside "
-                   "binary-clean, and which beat MF (reads both; --protocol is ignored).")
+                   "binary-clean and on the semi-synthetic truth, and which beat MF (reads "
+                   "them all; --protocol is ignored); truth-alpha: the methods' truth AUC and "
+                   "nDCG@5 under binary-truth at each alpha of the MNAR mechanism, and its "
+                   "figure.")
 @methods_option(default=None, help="With --table paper: the method shown (default mf-ips). "
                                    "With --table benchmark: the methods compared (default: all "
                                    "with results). Comma-separate or repeat; 'all'.")
@@ -98,6 +103,14 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
             click.echo(out.text)
             echo_notes(out.notices)
             echo_notes(out.figures, prefix="wrote")
+        return
+    if table == "truth-alpha":
+        if figures:
+            require_writable("results")
+        out = alpha_report(fmt=fmt, figures=figures)
+        click.echo(out.text)
+        echo_notes(out.notices)
+        echo_notes(out.figures, prefix="wrote")
         return
     root = protocol_root(protocol)
     expected_seeds = expected_seeds or get_protocol(protocol.strip().lower()).seeds

@@ -28,7 +28,7 @@ from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
-from atrec.names import TABLE_DATASETS, expand
+from atrec.names import expand
 from atrec.paths import require_writable
 from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
@@ -48,7 +48,7 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
     propensity_notice(names, chosen.name)
     at_notice(names, ats, chosen.name)
     return TrainRequest(
-        datasets=expand(datasets, TABLE_DATASETS, "dataset"),
+        datasets=expand(datasets, chosen.datasets, "dataset"),
         propensities=expand_propensities(propensities),
         at_options=ats, seeds=parse_seeds(seeds),
         params=params or default_params(chosen.name), force=force,
@@ -134,7 +134,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     propensity_notice(names, protocol)
     at_notice(names, ats, protocol)
     request = TuneRequest(
-        datasets=tuple(expand(datasets, TABLE_DATASETS, "dataset")),
+        datasets=tuple(expand(datasets, get_protocol(protocol).datasets, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
         at_options=tuple(ats), trials=trials, storage=storage, study_prefix=study_prefix,
         methods=tuple(names), protocol=protocol, start=check_start(start, protocol))

@@ -32,6 +32,7 @@ import numpy as np
 
 from atrec.evaluation import binary_metrics as bm
 from atrec.evaluation import metrics as m
+from atrec.evaluation import truth_metrics as tm
 from atrec.names import LOWER_IS_BETTER, METRIC_LABELS
 from atrec.protocols.binary import (  # noqa: F401  (re-exported)
     BINARY_CLEAN_METRICS,
@@ -138,11 +139,29 @@ BINARY = (
       for name, (key, label, formula, who) in BINARY_TOP_K.items()),
 )
 
+# the binary-truth protocols' metrics (atrec.protocols.truth): against every cell's true rate
+_TRUTH = "over all users x items, against the true rates c (the semi-synthetic truth)"
+TRUTH = (
+    Metric("truth_logloss", "Log loss (truth)", True, "scored", tm.expected_log_loss, 4,
+           "cross-entropy expected under y ~ Bernoulli(c), " + _TRUTH),
+    Metric("truth_auc", "AUC (truth)", False, "scored", tm.weighted_auc, 4,
+           "AUC with each (positive, negative) pair weighted c_i (1 - c_j), ties 1/2, "
+           + _TRUTH),
+    Metric("truth_ndcg5", "nDCG@5 (truth)", False, "ranking",
+           functools.partial(tm.truth_top_k_metric, key="ndcg", k=bm.BINARY_K), 4,
+           "per-user nDCG@5 with gains c, " + _TRUTH),
+    Metric("truth_recall5", "Recall@5 (truth)", False, "ranking",
+           functools.partial(tm.truth_top_k_metric, key="recall", k=bm.BINARY_K), 4,
+           "per-user sum of c in the top 5 / sum of c, " + _TRUTH),
+    Metric("truth_user_auc", "User AUC (truth)", False, "ranking", tm.user_auc, 4,
+           "the weighted AUC within each user, averaged, " + _TRUTH),
+)
+
 METRICS = Registry("metric", "atrec.metrics", _validate, pattern=METRIC_NAME)
 
 
 def _builtins() -> None:
-    for metric in BUILT_IN + BINARY:
+    for metric in BUILT_IN + BINARY + TRUTH:
         METRICS.register(metric)
 
 

@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from atrec.data.ratings import RatingData
 from atrec.data.splits import Split
-from atrec.names import DEFAULT_PROTOCOL
+from atrec.names import DEFAULT_PROTOCOL, TABLE_DATASETS
 from atrec.paths import results_dir
 from atrec.protocol import BIAS_INITS, ATSettings, TrainSettings
 
@@ -101,6 +101,11 @@ class Protocol:
     ranking_part: ClassVar[str] = "test_full"
     param_sets: ClassVar[tuple[str, ...]] = ()
     reference_params: ClassVar[dict] = {}
+    # the datasets it trains on ('--dataset' choices of train and tune)
+    datasets: ClassVar[tuple[str, ...]] = TABLE_DATASETS
+    # dataset -> the dataset whose methods' reference values stand in for it (a dataset the
+    # reference codes never ran, e.g. the semi-synthetic truth's)
+    reference_from: ClassVar[dict] = {}
     # the seeds of a complete cell of its tables (its paper's n; reports warn below it)
     seeds: ClassVar[int] = 20
     # how each seed splits the data, in words (records and 'atrec methods')

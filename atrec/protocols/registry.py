@@ -1,5 +1,5 @@
 """The registry of protocols: the built-ins (``saito2020``, the default, ``ijcai2022``,
-``binary-icde24`` and ``binary-clean``) and
+``binary-icde24``, ``binary-clean`` and the semi-synthetic ``binary-truth`` family) and
 any installed package's (entry-point group ``atrec.protocols``; see :mod:`atrec.registry`).
 ``--protocol`` choices and ``atrec methods``' protocol table come from here."""
 
@@ -12,6 +12,7 @@ from atrec.protocols.base import Protocol, validate_protocol_class
 from atrec.protocols.binary import BinaryClean, BinaryICDE24
 from atrec.protocols.ijcai2022 import IJCAI2022
 from atrec.protocols.saito2020 import Saito2020
+from atrec.protocols.truth import TRUTH_PROTOCOLS
 from atrec.registry import Registry
 
 PROTOCOLS = Registry("protocol", "atrec.protocols", validate_protocol_class)
@@ -22,6 +23,8 @@ def _builtins() -> None:
     PROTOCOLS.register(IJCAI2022)
     PROTOCOLS.register(BinaryICDE24)
     PROTOCOLS.register(BinaryClean)
+    for cls in TRUTH_PROTOCOLS:
+        PROTOCOLS.register(cls)
 
 
 PROTOCOLS.builtins(_builtins)

@@ -10,6 +10,11 @@ For one dataset, every binary method with results is read under the two binary p
   ``train``'s default order (atrec's shipped ``tuned-atrec``, then ``reference``, then the
   user's ``tuned``) that the method has results for (each row names the set).
 
+and beside them, whatever the dataset, the same methods on the semi-synthetic truth
+(``binary-truth``, :mod:`atrec.protocols.truth`: trained on an MNAR draw from the ML-100K truth,
+scored on every cell against its true rate), so that a reader sees which gains on a real MCAR
+test are gains on the truth too.
+
 Per method and protocol the table shows AUC (pooled and per user), nDCG@5 and Recall@5, each
 protocol in its own convention (``binary-icde24``: a test user without a positive counts as the
 reference code counts it, the ``(ref)`` metrics; ``binary-clean``: such users left out), and the
@@ -20,7 +25,8 @@ default (``dr``: the code's form under ``binary-icde24``, the corrected one unde
 form is compared with itself across the protocols; ranks count each run once. A method *beats MF* under a protocol on a metric when its paired t-test
 against MF over the seeds both have (:func:`atrec.evaluation.significance.method_tests`) has a
 Holm-adjusted p below 0.05 and its mean is the better one; the Holm family is one protocol's
-tests, every method x {AUC, nDCG@5}. Methods that read MCAR labels (``uses_mcar``) carry ``†``.
+tests, every method x {AUC, nDCG@5} (on the truth: its pair-weighted AUC and nDCG@5 with gains
+``c``). Methods that read MCAR labels (``uses_mcar``) carry ``†``.
 
 :func:`protocol_gap` loads a :class:`Gap`; :func:`gap_report` renders it in every output format
 and draws the figure (:func:`gap_figure`: rank under one protocol against the other).
@@ -44,6 +50,8 @@ from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BinaryClean, BinaryICDE24
+from atrec.protocols.truth import BinaryTruth
+from atrec.semisynthetic.truth import DATASET as TRUTH_DATASET
 from atrec.reporting.benchmark import (
     BINARY_BASELINE,
     MCAR_MARK,
@@ -65,18 +73,26 @@ from atrec.results.params import REFERENCE
 REFERENCE_PROTOCOL = BinaryICDE24.name
 CLEAN_PROTOCOL = BinaryClean.name
 GAP_PROTOCOLS = (REFERENCE_PROTOCOL, CLEAN_PROTOCOL)
+# the semi-synthetic truth, the same columns for every dataset: its own data set's records
+TRUTH_PROTOCOL = BinaryTruth.name
+COLUMNS = (*GAP_PROTOCOLS, TRUTH_PROTOCOL)
 # the parameter sets read, in order of preference (each method from the first that has it)
-GAP_PARAMS = {REFERENCE_PROTOCOL: REFERENCE, CLEAN_PROTOCOL: ",".join(BinaryClean.param_sets)}
+GAP_PARAMS = {REFERENCE_PROTOCOL: REFERENCE, CLEAN_PROTOCOL: ",".join(BinaryClean.param_sets),
+              TRUTH_PROTOCOL: ",".join(BinaryTruth.param_sets)}
 # the metrics ranked and tested (AUC, nDCG@5), then those shown too, in each protocol's convention
-RANKED = {REFERENCE_PROTOCOL: ("auc", "ndcg5_ref"), CLEAN_PROTOCOL: ("auc", "ndcg5")}
+RANKED = {REFERENCE_PROTOCOL: ("auc", "ndcg5_ref"), CLEAN_PROTOCOL: ("auc", "ndcg5"),
+          TRUTH_PROTOCOL: ("truth_auc", "truth_ndcg5")}
 SHOWN = {REFERENCE_PROTOCOL: ("auc_user", "recall5_ref"),
-         CLEAN_PROTOCOL: ("auc_user", "recall5")}
-SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean"}   # column prefixes
+         CLEAN_PROTOCOL: ("auc_user", "recall5"),
+         TRUTH_PROTOCOL: ("truth_user_auc", "truth_recall5")}
+SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean",
+         TRUTH_PROTOCOL: "truth"}   # column prefixes
 
 
 @dataclass(frozen=True)
 class Gap:
-    """One dataset's methods under both protocols: ``benches`` (protocol -> its
+    """One dataset's methods under both protocols and on the truth (:data:`COLUMNS`):
+    ``benches`` (protocol -> its
     :class:`~atrec.reporting.benchmark.Benchmark`, absent when it has no results), ``methods``
     (names, in registry order), ``tests`` (protocol -> the Holm-adjusted tests against MF on
     :data:`RANKED`) and ``notices``."""
@@ -86,6 +102,10 @@ class Gap:
     methods: tuple[str, ...]
     tests: dict
     notices: tuple[str, ...]
+
+    def data_of(self, protocol: str) -> str:
+        """The dataset a protocol's column reads: the truth's own, else the gap's."""
+        return TRUTH_DATASET if protocol == TRUTH_PROTOCOL else self.dataset
 
     def key(self, protocol: str, method: str) -> str | None:
         """The key under ``protocol`` of a row (module doc: a method at each protocol's
@@ -106,7 +126,7 @@ class Gap:
         key = self.key(protocol, method)
         if key is None:
             return None
-        return self.benches[protocol].mean(self.dataset, key, NO_PROPENSITY, False, metric)
+        return self.benches[protocol].mean(self.data_of(protocol), key, NO_PROPENSITY, False, metric)
 
     def rank(self, protocol: str, method: str, metric: str) -> int | None:
         """1 + the number of methods with a strictly better mean (``None`` without results)."""
@@ -114,7 +134,8 @@ class Gap:
         if mine is None:
             return None
         keys = {self.key(protocol, m) for m in self.methods} - {None}
-        others = [self.benches[protocol].mean(self.dataset, k, NO_PROPENSITY, False, metric)
+        others = [self.benches[protocol].mean(self.data_of(protocol), k, NO_PROPENSITY, False,
+                                              metric)
                   for k in keys]
         lower = LOWER_IS_BETTER[metric]
         return 1 + sum(v is not None and (v < mine if lower else v > mine) for v in others)
@@ -159,17 +180,18 @@ class Gap:
     def failed(self, protocol: str, method: str) -> dict:
         """``{seed: reason}`` of the method's failed fits under ``protocol``
         (:mod:`atrec.evaluation.fits`); they are left out of its means and tests."""
-        bench = self.benches.get(protocol)
-        if bench is None or method not in bench.summaries:
+        key = self.key(protocol, method)
+        if key is None:
             return {}
-        return bench.summaries[method].failed_seeds(self.dataset, NO_PROPENSITY, False)
+        return self.benches[protocol].summaries[key].failed_seeds(self.data_of(protocol),
+                                                                  NO_PROPENSITY, False)
 
     def params(self, protocol: str, method: str) -> tuple[str, str]:
         """``(parameter set, budget)`` of the method's row under ``protocol`` (``-`` if none)."""
         bench, key = self.benches.get(protocol), self.key(protocol, method)
         if bench is None or key not in {i.name for i in bench.methods}:
             return "-", "-"
-        return row_sources(bench, self.dataset, key, NO_PROPENSITY)
+        return row_sources(bench, self.data_of(protocol), key, NO_PROPENSITY)
 
 
 def protocol_gap(root: Path | None = None, dataset: str = "coat",
@@ -179,20 +201,22 @@ def protocol_gap(root: Path | None = None, dataset: str = "coat",
     base = results_dir() if root is None else Path(root)
     benches: dict[str, Benchmark] = {}
     notices: list[str] = []
-    for name in GAP_PROTOCOLS:
+    for name in COLUMNS:
         protocol = get_protocol(name)
+        data = TRUTH_DATASET if name == TRUTH_PROTOCOL else dataset
         try:
-            bench = load_benchmark(protocol.results_root(base), [dataset], GAP_PARAMS[name],
+            bench = load_benchmark(protocol.results_root(base), [data], GAP_PARAMS[name],
                                    expected_seeds or protocol.seeds, protocol=name)
         except AtrecError as exc:
             if exc.exit_code != 3:
                 raise
-            notices.append(f"no {name} results for {dataset_label(dataset)}: run 'atrec train "
-                           f"--protocol {name} --dataset {dataset} --method all'")
+            notices.append(f"no {name} results for {dataset_label(data)}: run 'atrec train "
+                           f"--protocol {name} --dataset {data} --method all'"
+                           + (" (or 'make truth')" if name == TRUTH_PROTOCOL else ""))
             continue
         benches[name] = bench
         notices += [f"{name}: {n}" for n in bench.notices]
-    if not benches:
+    if not set(benches) & set(GAP_PROTOCOLS):
         raise AtrecError(f"no results of the binary protocols for {dataset_label(dataset)} under "
                          f"{base}: run 'atrec reproduce --binary' (or 'atrec train --protocol "
                          f"binary-icde24 --params reference --method all --dataset {dataset}')",
@@ -204,7 +228,8 @@ def protocol_gap(root: Path | None = None, dataset: str = "coat",
                    key=lambda m: _method_order(m, registry))
     tests = {}
     for name, bench in benches.items():
-        rows = [(dataset, m, NO_PROPENSITY) for m in names if m in bench.summaries]
+        data = TRUTH_DATASET if name == TRUTH_PROTOCOL else dataset
+        rows = [(data, m, NO_PROPENSITY) for m in names if m in bench.summaries]
         tests[name] = tuple(method_tests(bench.summaries, rows, RANKED[name],
                                          baseline=BINARY_BASELINE, pair=lambda p: p))
     return Gap(dataset, benches, tuple(names), tests, tuple(notices))
@@ -236,7 +261,7 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
         if any(failed.values()):
             label += "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
         row = {"method": label}
-        for protocol in GAP_PROTOCOLS:
+        for protocol in COLUMNS:
             p = SHORT[protocol]
             row[f"{p} params"] = gap.params(protocol, method)[0]
             for metric in (*RANKED[protocol], *SHOWN[protocol]):
@@ -256,7 +281,7 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
 def gap_test_rows(gap: Gap, fmt: str = "table") -> list[dict]:
     """The paired tests against MF behind the ``beats MF`` columns."""
     rows = []
-    for protocol in GAP_PROTOCOLS:
+    for protocol in COLUMNS:
         for t in gap.tests.get(protocol, ()):
             label = gap.label(t.method)
             rows.append({"protocol": protocol, "method": latex_escape(label) if fmt == "latex"
@@ -274,7 +299,7 @@ def gap_json(gap: Gap) -> dict:
     methods = []
     for method in gap.methods:
         entry = {"method": method, "label": gap.label(method), "uses_mcar": gap.uses_mcar(method)}
-        for protocol in GAP_PROTOCOLS:
+        for protocol in COLUMNS:
             params, budget = gap.params(protocol, method)
             entry[protocol] = {
                 "params": params, "budget": budget,
@@ -288,12 +313,13 @@ def gap_json(gap: Gap) -> dict:
     tests = [{"protocol": p, "method": t.method, "metric": t.metric, "n": t.n,
               "mean_diff": t.mean_diff, "method_better": t.method_better, "t_p": t.t_p,
               "t_p_holm": t.t_p_holm, "w_p": t.w_p, "w_p_holm": t.w_p_holm}
-             for p in GAP_PROTOCOLS for t in gap.tests.get(p, ())]
+             for p in COLUMNS for t in gap.tests.get(p, ())]
     return json_safe({"table": "protocol-gap", "dataset": gap.dataset,
                       "synthetic_data": gap.synthetic, "baseline": BINARY_BASELINE,
                       "alpha": ALPHA,
                       "params": {p: gap.benches[p].params for p in gap.benches},
-                      "ranked_metrics": {p: list(RANKED[p]) for p in GAP_PROTOCOLS},
+                      "ranked_metrics": {p: list(RANKED[p]) for p in COLUMNS},
+                      "truth_dataset": TRUTH_DATASET,
                       "methods": methods, "tests": tests})
 
 
@@ -315,10 +341,14 @@ def _legend(gap: Gap, fmt: str) -> str:
             f"positive as the reference code does); clean = {CLEAN_PROTOCOL} (each method's "
             f"values from the first of {GAP_PARAMS[CLEAN_PROTOCOL]} it has results for: see its "
             f"params column; "
-            f"users without a positive left out). Rank 1 = best mean among these methods "
+            f"users without a positive left out); truth = {TRUTH_PROTOCOL} (a known truth, "
+            f"{dataset_label(TRUTH_DATASET)} completed into true rates c, whatever the "
+            f"dataset: trained on one MNAR draw from it, every cell scored "
+            f"against its true rate c, AUC with pairs weighted by c and 1 - c, nDCG@5 and "
+            f"Recall@5 with gains c; parameter sets {GAP_PARAMS[TRUTH_PROTOCOL]}). Rank 1 = best mean among these methods "
             f"under that protocol; ties share the better rank. beats MF: the metrics on which "
             f"the method's paired t-test against MF over seeds has a Holm-adjusted p < {ALPHA} "
-            f"(one family per protocol: every method x AUC, nDCG@5) in its favour; "
+            f"(one family per column: every method x AUC, nDCG@5) in its favour; "
             f"{dagger} reads MCAR labels; - means no results; "
             f"{ddagger} some fits failed "
             f"(collapsed, at the constant's validation loss, or a seed far below the others: "
@@ -405,7 +435,8 @@ def gap_report(root: Path | None = None, dataset: str = "coat", fmt: str = "tabl
     if fmt != "csv":
         body += "\n" + _legend(gap, fmt)
     tests = gap_test_rows(gap, fmt)
-    title = f"Protocol gap: {REFERENCE_PROTOCOL} vs {CLEAN_PROTOCOL}"
+    title = (f"Protocol gap: {REFERENCE_PROTOCOL} vs {CLEAN_PROTOCOL} vs the truth "
+             f"({TRUTH_PROTOCOL})")
     parts = [f"{heading(title, fmt)}\n{body}",
              f"{heading('Paired t-tests vs MF, Holm over each protocol', fmt)}\n"
              + (render(tests, fmt, list(tests[0]), numparse=False) if tests

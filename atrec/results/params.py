@@ -376,9 +376,19 @@ def _protocol_params(source: str, dataset: str, key: str, method: str,
     else:   # the reference code's constants: the same in every form (base)
         table, label = proto.reference_params, source
         if entry_key(table.get(dataset) or {}, key, protocol, base=True) is None:
-            table = method_class(method, protocol).reference_params   # the method's own
+            table = method_reference_params(method, protocol)   # the method's own
         return lookup(table, dataset, key, label, method, protocol, base=True), label
     return lookup(table, dataset, key, label, method, protocol), label
+
+
+def method_reference_params(method: str, protocol: str | None = None) -> dict:
+    """``method``'s reference values under ``protocol`` (``dataset -> config key -> values``):
+    its own, and for a dataset the protocol maps to a stand-in
+    (:attr:`~atrec.protocols.base.Protocol.reference_from`, e.g. the binary-truth protocols'
+    ``ml-100k`` -> ``yahoo``), the stand-in's."""
+    own = method_class(method, protocol).reference_params
+    stand_ins = get_protocol(protocol).reference_from
+    return {**own, **{d: own[s] for d, s in stand_ins.items() if s in own}}
 
 
 AUTHORS_BUDGET = "authors"   # the budget shown for values as their authors published them

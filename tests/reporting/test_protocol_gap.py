@@ -32,7 +32,7 @@ from atrec.names import NO_PROPENSITY, config_key
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BINARY_CLEAN_METRICS
 from atrec.reporting.benchmark_render import benchmark_report
-from atrec.reporting.protocol_gap import gap_figure, gap_report, protocol_gap
+from atrec.reporting.protocol_gap import gap_figure, gap_report, gap_rows, protocol_gap
 from atrec.reporting.tables import FORMATS
 from atrec.results.records import record_path, save_record
 from atrec.workflows.binary import write_gap_report
@@ -286,3 +286,39 @@ def test_the_figure_is_readable_with_every_binary_method():
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
     assert legend == {ICDE, CLEAN, "reads no MCAR label", "reads MCAR labels (†)"}
     assert all(len(ax.get_xticks()) <= 10 for ax in fig.axes)
+
+
+def test_the_truth_column_reads_binary_truth_on_ml100k(results, tmp_path):
+    """Beside every dataset, the same methods on the semi-synthetic truth (ML-100K records of
+    binary-truth): IPS +0.01 truth AUC with tiny noise (beats MF), -0.02 truth nDCG@5 (worse)."""
+    alone = gap_report(results, "coat", figures=False, expected_seeds=5)
+    assert any("no binary-truth results" in n and "make truth" in n for n in alone.notices)
+    base = tmp_path / "with-truth"
+    shutil.copytree(results, base)
+    root = get_protocol("binary-truth").results_root(base)
+    metrics = get_protocol("binary-truth").metrics
+    for method, d_auc, d_ndcg in (("mf", 0 * BASE, 0 * BASE), ("mf-ips", 0.01 + TINY,
+                                                               -0.02 + TINY)):
+        for s in SEEDS:
+            values = dict.fromkeys(metrics, 0.5)
+            values.update(truth_auc=0.69 + BASE[s] + d_auc[s],
+                          truth_ndcg5=0.92 + BASE[s] + d_ndcg[s])
+            record = {"schema": 1, "dataset": "ml-100k", "propensity": NO_PROPENSITY,
+                      "with_at": False, "method": method, "seed": s, "params": {"dim": 4},
+                      "params_source": "reference", "metrics": values,
+                      "protocol": {"name": "binary-truth"}, "provenance": {}}
+            save_record(record, record_path("ml-100k", config_key(NO_PROPENSITY, False, method),
+                                            "reference", s, root))
+    gap = protocol_gap(base, "coat", expected_seeds=5)
+    truth = "binary-truth"
+    assert gap.mean(truth, "mf-ips", "truth_auc") == pytest.approx(0.70)
+    assert gap.beats_mf(truth, "mf-ips", "truth_auc") is True
+    assert gap.beats_mf(truth, "mf-ips", "truth_ndcg5") is False
+    assert gap.rank(truth, "mf-snips", "truth_auc") is None      # no truth results: "-"
+    rows = {r["method"]: r for r in gap_rows(gap)[0]}
+    assert rows["IPS"]["truth beats MF"] == "AUC (truth)"
+    assert rows["IPS"]["truth params"] == "reference"
+    assert rows["SNIPS"]["truth beats MF"] == "-"
+    doc = json.loads(gap_report(base, "coat", "json", figures=False, expected_seeds=5).text)
+    ips = next(m for m in doc["methods"] if m["method"] == "mf-ips")
+    assert ips[truth]["beats_mf"] == {"truth_auc": True, "truth_ndcg5": False}

@@ -58,6 +58,7 @@ FORM = Option("form", ((CODED, "as the reference code computes it (its deviation
                        (CORRECTED, "the corrected form (the paper's estimator)")), None,
               "which form of the method runs: the reference code's or the corrected one")
 AT_EPSILON = 0.1   # |q1 - q2| threshold of the reference AT entries (atrec's choice)
+PREDICT_CHUNK = 1 << 18   # test pairs per predict call (every real test set fits in one)
 AT_SALT = 1000     # A2 starts from other draws than A1 (atrec.methods.binary.at)
 assert DIM.name == BINARY_DIM.name and LAM.name == BINARY_LAM.name
 
@@ -254,11 +255,7 @@ class BinaryMethod(Method):
         test = problem.test
         if len(problem.test_full["user"]) != len(test["user"]):
             raise ValueError("binary methods rank the evaluated test set (ranking_part 'test')")
-        shape = (run.replicas, len(test["user"]))
-        q = np.asarray(self.predict(out.params,
-                                    tf.constant(np.broadcast_to(test["user"], shape), tf.int32),
-                                    tf.constant(np.broadcast_to(test["item"], shape), tf.int32)),
-                       np.float32)
+        q = self.test_probabilities(out.params, run.replicas, test["user"], test["item"])
         y = np.asarray(test["rating"], np.float64)[None, :]
         main = out.main
         if main.val is not None:
@@ -285,6 +282,20 @@ class BinaryMethod(Method):
             return {}
         return {"val_scores": np.asarray(self.predict(params, run.val["user"], run.val["item"]),
                                          np.float64)}
+
+
+    def test_probabilities(self, params: dict, replicas: int, users, items) -> np.ndarray:
+        """``[R, n]`` float32: :meth:`predict` at the test pairs, in one call up to
+        :data:`PREDICT_CHUNK` pairs, in chunks of it beyond (the semi-synthetic truth's every
+        cell: one call would gather ``R x n x dim`` embeddings at once)."""
+        out = []
+        for lo in range(0, len(users), PREDICT_CHUNK):
+            u, i = users[lo:lo + PREDICT_CHUNK], items[lo:lo + PREDICT_CHUNK]
+            shape = (replicas, len(u))
+            out.append(np.asarray(self.predict(
+                params, tf.constant(np.broadcast_to(u, shape), tf.int32),
+                tf.constant(np.broadcast_to(i, shape), tf.int32)), np.float32))
+        return out[0] if len(out) == 1 else np.concatenate(out, axis=1)
 
 
 def trained_twice(run: BinaryRun, fit_one: Callable) -> tuple:
