@@ -257,7 +257,7 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
             label = latex_escape(label) + ("$^\\dagger$" if gap.uses_mcar(method) else "")
         elif gap.uses_mcar(method):
             label += MCAR_MARK
-        failed = {p: len(gap.failed(p, method)) for p in GAP_PROTOCOLS}
+        failed = {p: len(gap.failed(p, method)) for p in COLUMNS}
         if any(failed.values()):
             label += "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
         row = {"method": label}
