@@ -199,6 +199,8 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             record["protocol"]["propensity_fit"] = inputs.propensity_fit[k]
         if spec.experiment:
             record["experiment"] = dict(spec.experiment)
+        if result.nuisance:
+            record["nuisance"] = result.nuisance[k]
         if result.traces:
             record["trace"] = {name: _trace(np.asarray(v)[:, k], protocol.view)
                                for name, v in result.traces.items()}

@@ -81,6 +81,11 @@ class MethodResult:
         ``[R, n_full]``: what nDCG ranks the full test set by (final parameters).
     traces : dict
         Name -> ``[steps, R]``: any other traces (stored in the records).
+    nuisance : list of dict
+        Per replica, the diagnostics of the fit's nuisance models (a learned propensity, an
+        imputation model) and the ``flags`` that say one is degenerate
+        (:mod:`atrec.methods.binary.nuisance`); empty for a method that has none. Stored in
+        the record as ``nuisance``.
     """
 
     mae: np.ndarray
@@ -90,6 +95,7 @@ class MethodResult:
     selection_trace: np.ndarray
     scores: np.ndarray
     traces: dict = field(default_factory=dict)
+    nuisance: list = field(default_factory=list)
 
     def select(self, keep: list[int]) -> MethodResult:
         """The result of some replicas, in the order given: the runner drops the filler
@@ -110,7 +116,8 @@ class MethodResult:
             np.asarray(self.mae)[idx], np.asarray(self.mse)[idx],
             np.asarray(self.best_step)[idx], np.asarray(self.best_val_loss)[idx],
             np.asarray(self.selection_trace)[:, idx], np.asarray(self.scores)[idx],
-            {name: np.asarray(v)[:, idx] for name, v in self.traces.items()})
+            {name: np.asarray(v)[:, idx] for name, v in self.traces.items()},
+            [self.nuisance[i] for i in keep] if self.nuisance else [])
 
     def check(self, replicas: int, n_full: int) -> None:
         """Check every field's shape against the contract.

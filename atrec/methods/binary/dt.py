@@ -181,7 +181,7 @@ class BinaryDTDR(BinaryDTIPS):
     step = staticmethod(_dr_step)
 
     def _init(self, run) -> dict:
-        return {**super()._init(run), **run.tables("imp", int(run.values["dim1"]))}
+        return {**super()._init(run), **run.imputation_tables(int(run.values["dim1"]))}
 
     def _groups(self) -> dict:
         return {**super()._groups(), "imp": Group(IMP, wd="imp_lam")}
