@@ -29,7 +29,12 @@ reference code's traps"), corrected under ``binary-clean`` and by ``form=correct
   ``w``, with the direct term ``sum_D`` scaled by ``N / (G n)``
   (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`), so ``dr`` is the textbook DR
   estimate times ``N / (G n)``, the scale of the code's IPS term (docs/protocols.md,
-  "Corrected DR forms").
+  "Corrected DR forms");
+- ESCM2-DR's DR term reads the propensity and the imputation live, so it trains them too (it
+  pushes ``q_hat`` away from ``q``), and its imputation loss trains the propensity. Corrected:
+  both detached there (the DR term trains the predictor alone, the imputation loss the
+  imputation alone), and the imputation MF starts small
+  (:meth:`~atrec.methods.binary.base.BinaryRun.imputation_tables`).
 
 ESMM has none to correct. Under ``binary-clean`` the validation criterion is the
 self-normalised cross-entropy weighted by the method's own ``w`` (ESMM: the plain mean
@@ -124,8 +129,12 @@ def escm2_ips_once(state, b):
 
 
 def escm2_dr_loss(state, b, weighted: bool, out: dict):
-    """ESCM2-DR's total loss of the parameters; ``out["ips"]`` receives ``sum_O w BCE_eps``."""
+    """ESCM2-DR's total loss of the parameters; ``out["ips"]`` receives ``sum_O w BCE_eps``.
+    ``weighted`` (the corrected form) also detaches the propensity and the imputation in the
+    DR term and the propensity in the imputation loss: the DR term trains the predictor alone,
+    the imputation is trained by its own loss, the propensity by CTR and CTCVR (module doc)."""
     hp = state.hp
+    sg = tf.stop_gradient if weighted else (lambda x: x)
 
     def loss(p):
         w = clip_weight(_mf_prop(p, b.users, b.items), hp["gamma"])
@@ -133,11 +142,11 @@ def escm2_dr_loss(state, b, weighted: bool, out: dict):
         q_hat = bm.mf_prob(p, "imp", b.users, b.items)
         q_d, prop, ctcvr = _all_terms(state, p, b, _mf_prop)
         q_hat_d = bm.mf_prob(p, "imp", b.all_users, b.all_items)
-        dr = dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted,
+        dr = dr_eps(q, b.labels, sg(q_hat), sg(w), q_d, sg(q_hat_d), weighted,
                     direct_scale=hp["direct_scale"])
         fixed = tf.stop_gradient(q)
-        imp = tf.reduce_sum(w * tf.square(losses.bce_eps(fixed, b.labels)
-                                          - losses.bce_eps(fixed, q_hat)), -1)
+        imp = tf.reduce_sum(sg(w) * tf.square(losses.bce_eps(fixed, b.labels)
+                                              - losses.bce_eps(fixed, q_hat)), -1)
         out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
         return hp["alpha"] * prop + hp["beta"] * ctcvr + hp["theta"] * imp + dr
     return loss
@@ -227,7 +236,7 @@ class BinaryESCM2DR(BinaryESCM2IPS):
          "imp_lam": 1e-5})
 
     def _init(self, run) -> dict:
-        return {n: v for prefix in ("pred", "imp", "prop") for n, v in run.tables(prefix).items()}
+        return {**run.tables("pred"), **run.imputation_tables(), **run.tables("prop")}
 
     def _stage(self, run, init: dict) -> Stage:
         step = escm2_dr_weighted if run.corrected else escm2_dr_unweighted
