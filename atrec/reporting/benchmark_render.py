@@ -40,6 +40,7 @@ from atrec.reporting.common import (
     signed,
 )
 from atrec.reporting.latex import latex_escape
+from atrec.reporting.nuisance import FLAG_MARK
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
@@ -72,7 +73,8 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
         prop_text = ("---" if fmt == "latex" else "—") if propensity == NO_PROPENSITY else \
             propensity_label(propensity)
         row = {"data": _text_label(bench.dataset_label(dataset), False, fmt),
-               "method": _text_label(info.label, info.uses_mcar, fmt),
+               "method": _text_label(info.label, info.uses_mcar, fmt)
+               + (FLAG_MARK if (dataset, method, propensity) in bench.flagged else ""),
                "propensity": _text_label(prop_text, prop_mcar, fmt),
                "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
         for metric in bench.metrics:
@@ -185,7 +187,9 @@ def _legend(bench: Benchmark, fmt: str) -> str:
             f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
             f"{dagger} uses MCAR labels "
             f"({'method' if bench.baseline != BASELINE else 'propensity or method'}); "
-            f"- means no results.")
+            + (f"{FLAG_MARK} some seeds have a degenerate nuisance model (the notes); "
+               if bench.flagged else "")
+            + "- means no results.")
     return f"% {text}" if fmt == "latex" else text
 
 
