@@ -109,3 +109,16 @@ def test_a_fit_carries_each_replicas_diagnostics_and_flags(cls, keys):
         assert keys <= set(diag) and isinstance(diag["flags"], list)
         assert diag["flags"] == nuisance.flags(diag)
     assert res.select([1]).nuisance == [res.nuisance[1]]
+
+
+def test_the_joint_methods_observation_losses_leave_the_validation_pairs_out():
+    from types import SimpleNamespace
+
+    from atrec.methods.binary import joint
+    values = tf.constant([[1.0, 2.0, 4.0]])
+    users, items = tf.constant([[0, 1, 1]]), tf.constant([[1, 0, 1]])
+    keep = tf.constant(np.array([[[1, 1], [0, 1]]], np.uint8))   # (1, 0) a validation pair
+    state = SimpleNamespace(consts={"obs_keep": keep})
+    assert float(joint.observed_mean(values, state, users, items)[0]) == pytest.approx(2.5)
+    coded = SimpleNamespace(consts={})
+    assert float(joint.observed_mean(values, coded, users, items)[0]) == pytest.approx(7 / 3)

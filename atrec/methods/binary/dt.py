@@ -71,7 +71,7 @@ def penalty(u1, v1, u2, v2):
     return cross(u1, u2) + cross(v1, v2) + square(u1, u2) + square(v1, v2)
 
 
-def dt_terms(p, b, gamma):
+def dt_terms(p, b, gamma, state=None):
     """What both DT losses read: ``q_O``, ``w_O``, ``q_D``, the observation loss and the
     penalty ``R_D + R_O``."""
     u1, v1, u2, v2 = _embeddings(p, b.users, b.items)
@@ -81,7 +81,9 @@ def dt_terms(p, b, gamma):
     du1, dv1, du2, dv2 = _embeddings(p, b.all_users, b.all_items)
     d1 = tf.reduce_sum(du1 * dv1, -1)
     prop_d = tf.sigmoid(d1 + tf.reduce_sum(du2 * dv2, -1))
-    obs = tf.reduce_mean(losses.bce(prop_d, b.all_o), -1)
+    e = losses.bce(prop_d, b.all_o)
+    obs = (tf.reduce_mean(e, -1) if state is None or "obs_keep" not in state.consts
+           else joint.observed_mean(e, state, b.all_users, b.all_items))
     reg = penalty(du1, dv1, du2, dv2) + penalty(u1, v1, u2, v2)
     return q, w, tf.sigmoid(d1), obs, reg
 
@@ -91,7 +93,7 @@ def ips_loss(state, b):
     hp = state.hp
 
     def loss(p):
-        q, w, _, obs, reg = dt_terms(p, b, hp["gamma"])
+        q, w, _, obs, reg = dt_terms(p, b, hp["gamma"], state)
         e = tf.reduce_mean(w * losses.bce_eps(q, b.labels), -1)
         return e + hp["alpha"] * obs + hp["beta"] * reg
     return loss
@@ -106,7 +108,7 @@ def dr_loss(state, b, corrected: bool = False):
     sg = tf.stop_gradient if corrected else (lambda x: x)
 
     def loss(p):
-        q, w, q_d, obs, reg = dt_terms(p, b, hp["gamma"])
+        q, w, q_d, obs, reg = dt_terms(p, b, hp["gamma"], state)
         q_hat = bm.mf_prob(p, "imp", b.users, b.items)
         q_hat_d = bm.mf_prob(p, "imp", b.all_users, b.all_items)
         if corrected:

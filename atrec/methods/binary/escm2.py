@@ -69,6 +69,7 @@ from atrec.methods.binary.joint import (
     ips_term_step,
     joint_step,
     labels_at,
+    observed_mean,
 )
 from atrec.methods.binary.propensity import PROP_NAMES
 from atrec.methods.hyperparameters import Hyperparameter
@@ -81,10 +82,12 @@ MF_PROP = ("prop_W", "prop_H")
 IMP = ("imp_W", "imp_H")
 
 
-def ctr_ctcvr(c_d, q_d, o_d, y_d):
-    """``(mean_D BCE(c, o), mean_D BCE(c q, o y))``, ``[R]`` each (clamped form)."""
-    return (tf.reduce_mean(losses.bce(c_d, o_d), -1),
-            tf.reduce_mean(losses.bce(c_d * q_d, o_d * y_d), -1))
+def ctr_ctcvr(c_d, q_d, o_d, y_d, mean=None):
+    """``(mean_D BCE(c, o), mean_D BCE(c q, o y))``, ``[R]`` each (clamped form); ``mean``:
+    the average over D (default the plain mean; the corrected form's leaves the validation
+    pairs out, :func:`~atrec.methods.binary.joint.observed_mean`)."""
+    mean = mean or (lambda x: tf.reduce_mean(x, -1))
+    return mean(losses.bce(c_d, o_d)), mean(losses.bce(c_d * q_d, o_d * y_d))
 
 
 def _all_terms(state, p, b, prop_fn):
@@ -93,7 +96,14 @@ def _all_terms(state, p, b, prop_fn):
     q_d = bm.mf_prob(p, "pred", b.all_users, b.all_items)
     y_d = labels_at(state.consts["labels_all"], b.all_users, b.all_items,
                     tf.shape(p["pred_H"])[1], q_d.dtype)
-    return (q_d,) + ctr_ctcvr(c_d, q_d, b.all_o, y_d)
+    return (q_d,) + ctr_ctcvr(c_d, q_d, b.all_o, y_d, _mean(state, b.all_users, b.all_items))
+
+
+def _mean(state, users, items):
+    """The mean over the pairs of the observation and CTCVR losses (:func:`ctr_ctcvr`)."""
+    if "obs_keep" not in state.consts:
+        return None
+    return lambda x: observed_mean(x, state, users, items)
 
 
 def _ncf(p, users, items):
@@ -172,7 +182,7 @@ def esmm_step(state, b):
         q = bm.mf_prob(p, "pred", b.users, b.items)
         y = labels_at(state.consts["labels_all"], b.users, b.items, tf.shape(p["pred_H"])[1],
                       q.dtype)
-        prop, ctcvr = ctr_ctcvr(c, q, b.labels, y)
+        prop, ctcvr = ctr_ctcvr(c, q, b.labels, y, _mean(state, b.users, b.items))
         return hp["alpha"] * prop + ctcvr
     return joint_step(state, loss, ("pred", "prop"))
 

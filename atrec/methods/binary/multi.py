@@ -50,6 +50,7 @@ from atrec.methods.binary.joint import (
     JointMethod,
     dr_eps,
     ips_term_step,
+    observed_mean,
 )
 from atrec.runtime import tf
 
@@ -86,8 +87,13 @@ def tower(p, prefix: str, users, items):
                       + p[prefix + "2_b"][:, None])
 
 
-def _observation(p, b, prop_fn):
-    return tf.reduce_mean(losses.bce(prop_fn(p, b.all_users, b.all_items), b.all_o), -1)
+def _observation(p, b, prop_fn, state=None):
+    """The corrected form's observation loss over the batch's pairs from all (the validation
+    pairs left out when ``state`` holds their mask, :func:`joint.observed_mean`)."""
+    e = losses.bce(prop_fn(p, b.all_users, b.all_items), b.all_o)
+    if state is None:
+        return tf.reduce_mean(e, -1)
+    return observed_mean(e, state, b.all_users, b.all_items)
 
 
 def _multi_ips_prop(p, users, items):
@@ -105,7 +111,7 @@ def multi_ips_loss(state, b, corrected: bool, out: dict):
             w = tf.stop_gradient(w)
         q = tower(p, "predtower", b.users, b.items)
         out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
-        return out["ips"] + _observation(p, b, _multi_ips_prop) if corrected else out["ips"]
+        return out["ips"] + _observation(p, b, _multi_ips_prop, state) if corrected else out["ips"]
     return loss
 
 
@@ -146,7 +152,7 @@ def multi_dr_loss(state, b, corrected: bool, out: dict):
         imp = tf.reduce_sum(w * tf.square(losses.bce_eps(fixed, b.labels)
                                           - losses.bce_eps(fixed, q_hat)), -1)
         size = tf.cast(tf.shape(q_d)[-1], q.dtype)
-        return dr + imp / size + _observation(p, b, _multi_dr_prop)
+        return dr + imp / size + _observation(p, b, _multi_dr_prop, state)
     return loss
 
 
