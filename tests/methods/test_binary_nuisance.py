@@ -122,3 +122,16 @@ def test_the_joint_methods_observation_losses_leave_the_validation_pairs_out():
     assert float(joint.observed_mean(values, state, users, items)[0]) == pytest.approx(2.5)
     coded = SimpleNamespace(consts={})
     assert float(joint.observed_mean(values, coded, users, items)[0]) == pytest.approx(7 / 3)
+
+
+@pytest.mark.parametrize("name", ["escm2-dr", "multi-dr", "dt-dr", "esmm"])
+def test_a_jointly_trained_propensity_is_diagnosed_over_every_pair(name):
+    from atrec.methods.binary.registry import BINARY_METHODS
+    cls = BINARY_METHODS.get(name)
+    problem, settings = _problem("binary-clean")
+    values = {**_params(cls), "dim1": 4, "uniform_ratio": 1}
+    values = {k: v for k, v in values.items() if k in {h.name for h in cls.hyperparameters}}
+    res = cls().fit(problem, values, settings)
+    for diag in res.nuisance:
+        assert 0 < diag["propensity_mean"] < 1 and 0 <= diag["propensity_auc"] <= 1
+        assert ("imputation_auc" in diag) == (name != "esmm")

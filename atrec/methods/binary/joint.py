@@ -15,7 +15,7 @@ import numpy as np
 
 from atrec.learners import losses
 from atrec.methods.binary.base import BinaryMethod, Trained, clip_weight
-from atrec.methods.binary.nuisance import held_out_mask
+from atrec.methods.binary.nuisance import diagnose, held_out_mask, model_grid
 from atrec.methods.hyperparameters import Hyperparameter
 from atrec.runtime import tf
 
@@ -143,4 +143,6 @@ class JointMethod(BinaryMethod):
                  if self.dr_direct else {})
         res = run.main(self._stage(run, init), init, run.hp(**extra), consts, criterion,
                        source_size=self._source_size(run))
-        return Trained(res.params, res, {})
+        has = type(self)._propensity is not JointMethod._propensity
+        grid = model_grid(run, self._propensity, res.params) if has else None
+        return Trained(res.params, res, {}, diagnose(run, None, res.params, grid))

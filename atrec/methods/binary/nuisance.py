@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from atrec.runtime import tf
+
 MIN_PROPENSITY_AUC = 0.6
 WEIGHT_RANGE = (0.8, 1.2)
 MIN_IMPUTATION_AUC = 0.55   # "near 0.5": an imputation that ranks no better than this is noise
@@ -46,11 +48,12 @@ def propensity_grid(prop: dict, k: int) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-logit))
 
 
-def propensity_diagnostics(prop: dict, observed: np.ndarray, keep: np.ndarray, k: int,
+def propensity_diagnostics(p: np.ndarray, observed: np.ndarray, keep: np.ndarray, k: int,
                            gamma: float) -> dict:
-    """Replica ``k``'s propensity diagnostics (module doc). ``observed``, ``keep``: ``[R,
-    nu * ni]``, 1 at the training pairs, 0 at the pairs left out of the fit."""
-    p = propensity_grid(prop, k).ravel()
+    """Replica ``k``'s propensity diagnostics (module doc) from ``p``, its probabilities at
+    every pair ``[nu * ni]``. ``observed``, ``keep``: ``[R, nu * ni]``, 1 at the training
+    pairs, 0 at the pairs left out of the fit."""
+    p = np.asarray(p, np.float64)
     o, use = observed[k].astype(bool), keep[k].astype(bool)
     w = 1.0 / np.clip(p, gamma, 1.0)
     return {"propensity_mean": float(p[use].mean()), "propensity_sd": float(p[use].std()),
@@ -95,10 +98,30 @@ def flags(diag: dict) -> list[str]:
     return out
 
 
-def diagnose(run, prop: dict | None = None, imputation: dict | None = None) -> list[dict]:
-    """Per replica, the diagnostics of the propensity ``prop`` (frozen NCF parameters) and of
-    the imputation MF in ``imputation`` (parameters holding ``imp_W``, ``imp_H``), with their
-    ``flags``; an empty list when there is neither."""
+def model_grid(run, probability, params: dict, chunk: int = 1 << 20) -> np.ndarray:
+    """``[R, nu * ni]``: ``probability(params, users, items)`` (a method's propensity on its
+    trained parameters, TensorFlow) at every pair, ``chunk`` pairs at a time."""
+    cells = run.num_users * run.num_items
+    out = np.empty((run.replicas, cells), np.float32)
+    for start in range(0, cells, chunk):
+        pos = np.arange(start, min(cells, start + chunk))
+        shape = (run.replicas, len(pos))
+        users = tf.constant(np.broadcast_to(pos // run.num_items, shape), tf.int32)
+        items = tf.constant(np.broadcast_to(pos % run.num_items, shape), tf.int32)
+        out[:, start:start + len(pos)] = np.asarray(probability(params, users, items))
+    return out
+
+
+def diagnose(run, prop: dict | None = None, imputation: dict | None = None,
+             grid: np.ndarray | None = None) -> list[dict]:
+    """Per replica, the diagnostics of the propensity (``prop``: frozen NCF parameters; or
+    ``grid``: its probabilities at every pair, ``[R, nu * ni]``, for a propensity trained with
+    the predictor) and of the imputation MF in ``imputation`` (parameters holding ``imp_W``,
+    ``imp_H``), with their ``flags``; an empty list when there is neither."""
+    if prop:
+        grid = np.stack([propensity_grid(prop, k).ravel() for k in range(run.replicas)])
+    prop = grid is not None
+    imputation = imputation if imputation and "imp_W" in imputation else None
     if not prop and not imputation:
         return []
     observed = run.observed() if prop else None
@@ -111,7 +134,7 @@ def diagnose(run, prop: dict | None = None, imputation: dict | None = None) -> l
     for k in range(run.replicas):
         diag = {}
         if prop:
-            diag.update(propensity_diagnostics(prop, observed, keep, k,
+            diag.update(propensity_diagnostics(grid[k], observed, keep, k,
                                                float(run.values["gamma"])))
         if imputation and shape[1]:
             diag["imputation_auc"] = imputation_auc(imputation, users, items, labels, k)
