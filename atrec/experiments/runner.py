@@ -213,6 +213,8 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
                 "unit": "test user", "resamples": RESAMPLES, "seed": BOOTSTRAP_SEED,
                 "metrics": resampled_metrics(full.user, full.rating, result.scores[k],
                                              protocol.metrics)}
+        if result.nuisance:
+            record["nuisance"] = result.nuisance[k]
         if result.traces:
             record["trace"] = {name: _trace(np.asarray(v)[:, k], protocol.view)
                                for name, v in result.traces.items()}

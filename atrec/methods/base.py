@@ -84,6 +84,11 @@ class MethodResult:
     diagnostics : dict
         Name -> ``[R, ...]``: what a fit reports about itself for the failed-fit rules
         (a binary method's ``val_scores``, its probabilities on the validation pairs).
+    nuisance : list of dict
+        Per replica, the diagnostics of the fit's nuisance models (a learned propensity, an
+        imputation model) and the ``flags`` that say one is degenerate
+        (:mod:`atrec.methods.binary.nuisance`); empty for a method that has none. Stored in
+        the record as ``nuisance``.
     """
 
     mae: np.ndarray
@@ -94,6 +99,7 @@ class MethodResult:
     scores: np.ndarray
     traces: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
+    nuisance: list = field(default_factory=list)
 
     def select(self, keep: list[int]) -> MethodResult:
         """The result of some replicas, in the order given: the runner drops the filler
@@ -115,7 +121,8 @@ class MethodResult:
             np.asarray(self.best_step)[idx], np.asarray(self.best_val_loss)[idx],
             np.asarray(self.selection_trace)[:, idx], np.asarray(self.scores)[idx],
             {name: np.asarray(v)[:, idx] for name, v in self.traces.items()},
-            {name: np.asarray(v)[idx] for name, v in self.diagnostics.items()})
+            {name: np.asarray(v)[idx] for name, v in self.diagnostics.items()},
+            [self.nuisance[i] for i in keep] if self.nuisance else [])
 
     def check(self, replicas: int, n_full: int) -> None:
         """Check every field's shape against the contract.

@@ -70,6 +70,7 @@ from atrec.reporting.common import (
     ndcg_metrics,
     train_hint,
 )
+from atrec.reporting.nuisance import flag_notices, flagged_runs
 from atrec.reporting.report import no_results_error
 from atrec.results.params import PUBLISHED, params_budget
 from atrec.results.records import iter_records, record_label
@@ -123,6 +124,9 @@ class Benchmark:
     protocol: str | None = None
     # the second family (binary protocols): every method but the baselines against IPS
     second_tests: tuple[MethodTest, ...] = ()
+    # (dataset, method, propensity) -> its seeds whose nuisance models are flagged
+    # (atrec.reporting.nuisance)
+    flagged: dict = field(default_factory=dict)
 
     @property
     def synthetic(self) -> dict:
@@ -291,9 +295,16 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
                 and r.get("params_budget") not in (None, "", "-")):
             budgets.setdefault((r["dataset"], base_method(r), str(r.get("propensity")),
                                 bool(r.get("with_at")), record_label(r)), r["params_budget"])
+    flagged = {k: v for k, v in flagged_runs(records, labels).items() if k[1] in chosen}
     bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), (),
-                      budgets, baseline, at_options, protocol, second)
-    return replace(bench, notices=tuple(_notices(bench, chosen, protocol)))
+                      budgets, baseline, at_options, protocol, second, flagged)
+    notices = _notices(bench, chosen, protocol) + flag_notices(flagged, bench_label(bench))
+    return replace(bench, notices=tuple(notices))
+
+
+def bench_label(bench: Benchmark):
+    """``method -> its label in bench`` (:func:`label_of` bound to ``bench``)."""
+    return lambda method: label_of(bench, method)
 
 
 def _notices(bench: Benchmark, chosen: list[str], protocol: str | None) -> list[str]:

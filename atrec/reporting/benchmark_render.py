@@ -43,6 +43,7 @@ from atrec.reporting.common import (
 from atrec.reporting.intervals import TITLE as INTERVALS_TITLE
 from atrec.reporting.intervals import boot_metrics, interval_rows, row_intervals
 from atrec.reporting.latex import latex_escape
+from atrec.reporting.nuisance import FLAG_MARK
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
@@ -77,7 +78,8 @@ def benchmark_rows(bench: Benchmark, fmt: str = "table", std: bool = False,
         failed = failed_count(bench, dataset, method, propensity)
         row = {"data": _text_label(bench.dataset_label(dataset), False, fmt),
                "method": _text_label(info.label, info.uses_mcar, fmt) + _failed_mark(failed,
-                                                                                    fmt),
+                                                                                    fmt)
+               + (FLAG_MARK if (dataset, method, propensity) in bench.flagged else ""),
                "propensity": _text_label(prop_text, prop_mcar, fmt),
                "params": latex_escape(params) if fmt == "latex" else params, "budget": budget}
         for metric in bench.metrics:
@@ -218,7 +220,9 @@ def _legend(bench: Benchmark, fmt: str) -> str:
             f"marks the best of each column within a dataset ({_directions(bench.metrics)}); "
             f"{dagger} uses MCAR labels "
             f"({'method' if bench.baseline != BASELINE else 'propensity or method'}); "
-            f"- means no results."
+            + (f"{FLAG_MARK} some seeds have a degenerate nuisance model (the notes); "
+               if bench.flagged else "")
+            + f"- means no results."
             + (f" {_failed_mark(1, fmt)}: some seeds' fits "
                f"failed (collapsed scores, a validation criterion at the constant's ln 2, or "
                f"a seed far below the others: docs/protocols.md, Failed fits); the failed "

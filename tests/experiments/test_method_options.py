@@ -51,7 +51,7 @@ def ran(monkeypatch):
 
 
 def test_the_code_form_of_every_binary_method_exists():
-    assert len(FORM_METHODS) == 12 and {"escm2-ips", "escm2-dr", "multi-ips",
+    assert len(FORM_METHODS) == 13 and {"escm2-ips", "escm2-dr", "multi-ips", "dt-dr",
                                         "multi-dr"} <= set(FORM_METHODS)
 
 
@@ -119,7 +119,7 @@ def test_options_are_one_syntax_and_nonsense_is_one_line():
     assert expand_methods(["dr,dr-coded,dr[form=coded]"], "binary-icde24") == ["dr"]
     assert expand_methods(["dr-jl[weighting=mrdr,blocks=20x20],mf-ips"]) == [
         "dr-jl+weighting=mrdr+blocks=20x20", "mf-ips"]
-    assert len(expand_methods(["all"], "binary-clean", ["form=all"])) == 32
+    assert len(expand_methods(["all"], "binary-clean", ["form=all"])) == 33
     for values, options, message in [
             (["dr[form=textbook]"], (), "option form takes coded, corrected, got 'textbook'"),
             (["mf[form=coded]"], (), "method 'mf' has no option 'form'"),

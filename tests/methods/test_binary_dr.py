@@ -3,24 +3,19 @@ hand, autodiff against finite differences, the imputation step reading q after t
 update, what DR reads of the MCAR data under each protocol, and short fits."""
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from atrec.data.synthetic import make_synthetic
-from atrec.experiments.inputs import stack_inputs
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Batch, StepState, new_opt
-from atrec.methods.base import FitProblem
 from atrec.methods.binary import base as binary_base
 from atrec.methods.binary import dr
 from atrec.methods.registry import get_method, method_class
-from atrec.names import NO_PROPENSITY
-from atrec.protocols import get_protocol
 from atrec.protocols.binary import leak_positions
 from atrec.runtime import tf
+from binary_problems import binary_problem
 
 bce = lambda q, t: -(t * math.log(q) + (1 - t) * math.log(1 - q))
 
@@ -147,20 +142,8 @@ def test_textbook_step_weights_the_correction():
         assert np.abs(ref.params[name].numpy() - tb.params[name].numpy()).max() > 1e-3
 
 
-TINY = {"num_users": 40, "num_items": 30, "n_train": 300, "n_test_users": 40,
-        "test_per_user": 6, "dim": 3}
-SHORT = 3   # epochs
-
-
 def _problem(protocol: str, seeds=(0, 1)):
-    data = make_synthetic(**TINY, seed=0).data
-    proto = get_protocol(protocol)
-    inp = stack_inputs(data, NO_PROPENSITY, list(seeds), split=proto.split)
-    full = inp.splits[0].test_full
-    problem = FitProblem(data.num_users, data.num_items, tuple(seeds), inp.train, inp.val,
-                         inp.test, {"user": full.user, "item": full.item,
-                                    "rating": full.rating}, inp.splits)
-    return data, problem, replace(proto.epochs, max_epochs=SHORT)
+    return binary_problem(protocol, seeds)
 
 
 def _params(cls, **extra):

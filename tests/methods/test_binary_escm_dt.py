@@ -299,8 +299,12 @@ def test_each_protocol_runs_its_form():
     for name in ("dt-ips", "dt-dr", "escm2-ips", "escm2-dr", "esmm", "multi-ips", "multi-dr"):
         cls = BINARY_METHODS.get(name)
         assert set(cls.reference_params) == {"coat", "yahoo"}
-    for name in ("dt-ips", "dt-dr", "esmm"):     # nothing of their code's to correct
+    for name in ("dt-ips", "esmm"):     # nothing of their code's to correct
         assert BINARY_METHODS.get(name).options == ()
+    # DT-DR's DR term trains its propensity and imputation as coded: its corrected form
+    # detaches them there (binary-clean's default)
+    assert dt.BinaryDTDR()._stage(_run(False), {}).step is dt._dr_step
+    assert dt.BinaryDTDR()._stage(_run(True), {}).step is dt._dr_step_corrected
 
 
 def test_label_matrix_holds_each_replicas_labels():

@@ -57,6 +57,7 @@ from atrec.methods.binary.base import (
     trained_twice,
 )
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
+from atrec.methods.binary.nuisance import diagnose
 from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
 from atrec.runtime import tf
 
@@ -200,7 +201,8 @@ class _BinaryDRBase(BinaryMethod):
         res = run.main(stage, {**init, **extra_init}, hp, {**prop, **consts},
                        run.criterion(lambda p, u, i: bm.mf_prob(p, "pred", u, i), weights),
                        rule=rule)
-        return Trained(predictor_tables(res.params), res, {"propensity": pre})
+        return Trained(predictor_tables(res.params), res, {"propensity": pre},
+                       diagnose(run, prop, res.params if "imp" in groups else None))
 
 
 class BinaryDR(_BinaryDRBase):
@@ -250,7 +252,7 @@ class BinaryDRJL(_BinaryDRBase):
     steps = (_dr_jl_reference, _dr_jl_textbook)
 
     def _imputation(self, run):
-        return {"imp": IMP}, run.tables("imp"), {}
+        return {"imp": IMP}, run.imputation_tables(), {}
 
 
 class BinaryMRDRJL(BinaryDRJL):

@@ -42,6 +42,7 @@ from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
 from atrec.methods.binary.base import COMMON, FORM, BinaryMethod, Trained, predictor_tables
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
+from atrec.methods.binary.nuisance import diagnose
 from atrec.runtime import tf
 
 IMP = Group(("imp_W", "imp_H"), lr="lr", wd="lam")
@@ -141,12 +142,12 @@ class DRBias(BinaryMethod):
         extra = {} if self.mse_lambda is None else {"mse_lambda": self.mse_lambda}
         extra["direct_scale"] = run.direct_scale()   # the observed sums are over B
         predict = lambda p, u, i: bm.mf_prob(p, "pred", u, i)
-        return run.main(stage, {**run.tables("pred"), **run.tables("imp")}, run.hp(**extra),
-                        nb.counts(run), nb.label_weighted_criterion(run, predict))
+        init = {**run.tables("pred"), **run.imputation_tables()}
+        return run.main(stage, init, run.hp(**extra), nb.counts(run), nb.label_weighted_criterion(run, predict))
 
     def train(self, run) -> Trained:
         res = self._predictor(run)
-        return Trained(predictor_tables(res.params), res, {})
+        return Trained(predictor_tables(res.params), res, {}, diagnose(run, None, res.params))
 
 
 class DRMSE(DRBias):

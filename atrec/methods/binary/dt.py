@@ -20,17 +20,17 @@ U2]_S^2) + mean([V1; V2]_S^2)`` over the batch's embedding rows. ``BCE`` is PyTo
 form, ``BCE_eps`` the hand-written one, each where the code uses it. The test set is scored by
 ``q`` alone.
 
-The code has none of the bugs the reference code's traps list for DT (its DR correction is
-weighted, its propensity has an observation loss; docs/protocols.md, "The reference code's traps"),
-so both protocols run it as coded; under ``binary-clean`` the validation criterion is the
-self-normalised cross-entropy weighted by the method's own propensity ``w``. As coded includes
-DT-DR's normalisation: its direct term is NOT scaled by ``N / (G n)`` as the corrected forms of the
-other DR methods scale theirs (docs/protocols.md, "Corrected DR forms"), so its observed terms weigh
-about ``N / (G n)`` times what the textbook DR estimate gives them against the direct term (about
-3.5 on Coat under ``binary-clean``, ``G = 4``). atrec changes a method under ``binary-clean``
-only where the traps name a bug, and they name none here (trap 6 cites DT-DR as the method whose
-correction IS weighted); the scale is part of atrec's correction of an unweighted correction, and
-``theta``, ``alpha`` and ``beta`` weigh the other terms against the DR term at the code's scale.
+DT-IPS is kept as the code computes it under both protocols. DT-DR has two forms (``form``):
+``coded`` (``binary-icde24``'s default) as above, its direct term unscaled; ``corrected``
+(``binary-clean``'s default) trains each model by its own loss: the DR term reads ``w`` and the
+imputation detached, so it trains the predictor alone (live, it pushes ``q_hat`` away from
+``q`` and moves the propensity); the imputation loss reads ``q`` and ``w`` detached; the
+propensity keeps its observation loss and the penalty; the direct term is scaled by ``N / (G
+n)`` as the other corrected DR forms scale theirs (docs/protocols.md, "Corrected DR forms"),
+and the imputation MF starts small
+(:meth:`~atrec.methods.binary.base.BinaryRun.imputation_tables`). Under ``binary-clean`` the
+validation criterion is the self-normalised cross-entropy weighted by the method's own
+propensity ``w``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
 from atrec.methods.binary import joint
-from atrec.methods.binary.base import COMMON, GAMMA, PROP_LAM, clip_weight
+from atrec.methods.binary.base import COMMON, FORM, GAMMA, PROP_LAM, clip_weight
 from atrec.methods.binary.ips import SOURCE, reference_table
 from atrec.methods.hyperparameters import Hyperparameter
 from atrec.runtime import tf
@@ -71,7 +71,7 @@ def penalty(u1, v1, u2, v2):
     return cross(u1, u2) + cross(v1, v2) + square(u1, u2) + square(v1, v2)
 
 
-def dt_terms(p, b, gamma):
+def dt_terms(p, b, gamma, state=None):
     """What both DT losses read: ``q_O``, ``w_O``, ``q_D``, the observation loss and the
     penalty ``R_D + R_O``."""
     u1, v1, u2, v2 = _embeddings(p, b.users, b.items)
@@ -81,7 +81,9 @@ def dt_terms(p, b, gamma):
     du1, dv1, du2, dv2 = _embeddings(p, b.all_users, b.all_items)
     d1 = tf.reduce_sum(du1 * dv1, -1)
     prop_d = tf.sigmoid(d1 + tf.reduce_sum(du2 * dv2, -1))
-    obs = tf.reduce_mean(losses.bce(prop_d, b.all_o), -1)
+    e = losses.bce(prop_d, b.all_o)
+    obs = (tf.reduce_mean(e, -1) if state is None or "obs_keep" not in state.consts
+           else joint.observed_mean(e, state, b.all_users, b.all_items))
     reg = penalty(du1, dv1, du2, dv2) + penalty(u1, v1, u2, v2)
     return q, w, tf.sigmoid(d1), obs, reg
 
@@ -91,23 +93,32 @@ def ips_loss(state, b):
     hp = state.hp
 
     def loss(p):
-        q, w, _, obs, reg = dt_terms(p, b, hp["gamma"])
+        q, w, _, obs, reg = dt_terms(p, b, hp["gamma"], state)
         e = tf.reduce_mean(w * losses.bce_eps(q, b.labels), -1)
         return e + hp["alpha"] * obs + hp["beta"] * reg
     return loss
 
 
-def dr_loss(state, b):
-    """DT-DR's total loss as a function of the parameters (module doc)."""
+def dr_loss(state, b, corrected: bool = False):
+    """DT-DR's total loss as a function of the parameters (module doc). ``corrected``: the DR
+    term with ``w`` and the imputation detached (it trains the predictor alone) and its direct
+    term scaled by ``hp["direct_scale"]``; the imputation loss with ``q`` and ``w`` detached
+    (it trains the imputation alone)."""
     hp = state.hp
+    sg = tf.stop_gradient if corrected else (lambda x: x)
 
     def loss(p):
-        q, w, q_d, obs, reg = dt_terms(p, b, hp["gamma"])
+        q, w, q_d, obs, reg = dt_terms(p, b, hp["gamma"], state)
         q_hat = bm.mf_prob(p, "imp", b.users, b.items)
         q_hat_d = bm.mf_prob(p, "imp", b.all_users, b.all_items)
-        dr = joint.dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted=True)
-        e, e_hat = losses.bce_eps(q, b.labels), losses.bce_eps(q, q_hat)
-        imp = tf.reduce_mean(w * tf.square(e - e_hat), -1)
+        if corrected:
+            dr = joint.dr_eps(q, b.labels, sg(q_hat), sg(w), q_d, sg(q_hat_d), weighted=True,
+                              direct_scale=hp["direct_scale"])
+        else:
+            dr = joint.dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted=True)
+        fixed = sg(q)
+        e, e_hat = losses.bce_eps(fixed, b.labels), losses.bce_eps(fixed, q_hat)
+        imp = tf.reduce_mean(sg(w) * tf.square(e - e_hat), -1)
         return dr + hp["theta"] * imp + hp["alpha"] * obs + hp["beta"] * reg
     return loss
 
@@ -118,6 +129,10 @@ def _ips_step(state, b):
 
 def _dr_step(state, b):
     return joint.joint_step(state, dr_loss(state, b))
+
+
+def _dr_step_corrected(state, b):
+    return joint.joint_step(state, dr_loss(state, b, corrected=True))
 
 
 def propensity(p, users, items):
@@ -163,8 +178,11 @@ class BinaryDTIPS(joint.JointMethod):
 class BinaryDTDR(BinaryDTIPS):
     """DT-DR (``DT-DR.py``): DT-IPS's propensity with an imputation MF of size ``k1`` and the
     DR loss with a WEIGHTED correction plus ``theta`` times the imputation loss, nothing
-    detached (module doc). Kept as the code computes it under both protocols (nothing to
-    correct), its direct term unscaled (module doc)."""
+    detached (module doc): its ``coded`` form (``binary-icde24``'s default). The ``corrected``
+    form (``binary-clean``'s) detaches the propensity and the imputation in the DR term and
+    ``q`` and ``w`` in the imputation loss, so that the DR term trains the predictor alone and
+    the imputation its own loss, scales the direct term by ``N / (G n)`` as the other corrected
+    DR forms do, and starts the imputation small."""
 
     name = "dt-dr"
     label = "DT-DR"
@@ -179,9 +197,18 @@ class BinaryDTDR(BinaryDTIPS):
          "uniform_ratio": 4, "alpha": 0.5, "beta": 1e-5, "theta": 1.0, "prop_lam": 1e-3,
          "imp_lam": 1e-1})
     step = staticmethod(_dr_step)
+    options = (FORM,)
+    reference_forms = ("the DR term trains the propensity and the imputation; corrected: both "
+                       "detached there, the imputation trained by its own loss alone")
+    dr_direct = True
 
     def _init(self, run) -> dict:
-        return {**super()._init(run), **run.tables("imp", int(run.values["dim1"]))}
+        return {**super()._init(run), **run.imputation_tables(int(run.values["dim1"]))}
+
+    def _stage(self, run, init: dict) -> Stage:
+        step = _dr_step_corrected if run.corrected else _dr_step
+        return Stage(self.name, step, self._groups(), int(run.values["batch_size"]),
+                     extra=int(run.values["uniform_ratio"]))
 
     def _groups(self) -> dict:
         return {**super()._groups(), "imp": Group(IMP, wd="imp_lam")}

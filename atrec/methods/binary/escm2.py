@@ -29,7 +29,12 @@ reference code's traps"), corrected under ``binary-clean`` and by ``form=correct
   ``w``, with the direct term ``sum_D`` scaled by ``N / (G n)``
   (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`), so ``dr`` is the textbook DR
   estimate times ``N / (G n)``, the scale of the code's IPS term (docs/protocols.md,
-  "Corrected DR forms").
+  "Corrected DR forms");
+- ESCM2-DR's DR term reads the propensity and the imputation live, so it trains them too (it
+  pushes ``q_hat`` away from ``q``), and its imputation loss trains the propensity. Corrected:
+  both detached there (the DR term trains the predictor alone, the imputation loss the
+  imputation alone), and the imputation MF starts small
+  (:meth:`~atrec.methods.binary.base.BinaryRun.imputation_tables`).
 
 ESMM has none to correct. Under ``binary-clean`` the validation criterion is the
 self-normalised cross-entropy weighted by the method's own ``w`` (ESMM: the plain mean
@@ -64,6 +69,7 @@ from atrec.methods.binary.joint import (
     ips_term_step,
     joint_step,
     labels_at,
+    observed_mean,
 )
 from atrec.methods.binary.propensity import PROP_NAMES
 from atrec.methods.hyperparameters import Hyperparameter
@@ -76,10 +82,12 @@ MF_PROP = ("prop_W", "prop_H")
 IMP = ("imp_W", "imp_H")
 
 
-def ctr_ctcvr(c_d, q_d, o_d, y_d):
-    """``(mean_D BCE(c, o), mean_D BCE(c q, o y))``, ``[R]`` each (clamped form)."""
-    return (tf.reduce_mean(losses.bce(c_d, o_d), -1),
-            tf.reduce_mean(losses.bce(c_d * q_d, o_d * y_d), -1))
+def ctr_ctcvr(c_d, q_d, o_d, y_d, mean=None):
+    """``(mean_D BCE(c, o), mean_D BCE(c q, o y))``, ``[R]`` each (clamped form); ``mean``:
+    the average over D (default the plain mean; the corrected form's leaves the validation
+    pairs out, :func:`~atrec.methods.binary.joint.observed_mean`)."""
+    mean = mean or (lambda x: tf.reduce_mean(x, -1))
+    return mean(losses.bce(c_d, o_d)), mean(losses.bce(c_d * q_d, o_d * y_d))
 
 
 def _all_terms(state, p, b, prop_fn):
@@ -88,7 +96,14 @@ def _all_terms(state, p, b, prop_fn):
     q_d = bm.mf_prob(p, "pred", b.all_users, b.all_items)
     y_d = labels_at(state.consts["labels_all"], b.all_users, b.all_items,
                     tf.shape(p["pred_H"])[1], q_d.dtype)
-    return (q_d,) + ctr_ctcvr(c_d, q_d, b.all_o, y_d)
+    return (q_d,) + ctr_ctcvr(c_d, q_d, b.all_o, y_d, _mean(state, b.all_users, b.all_items))
+
+
+def _mean(state, users, items):
+    """The mean over the pairs of the observation and CTCVR losses (:func:`ctr_ctcvr`)."""
+    if "obs_keep" not in state.consts:
+        return None
+    return lambda x: observed_mean(x, state, users, items)
 
 
 def _ncf(p, users, items):
@@ -124,8 +139,12 @@ def escm2_ips_once(state, b):
 
 
 def escm2_dr_loss(state, b, weighted: bool, out: dict):
-    """ESCM2-DR's total loss of the parameters; ``out["ips"]`` receives ``sum_O w BCE_eps``."""
+    """ESCM2-DR's total loss of the parameters; ``out["ips"]`` receives ``sum_O w BCE_eps``.
+    ``weighted`` (the corrected form) also detaches the propensity and the imputation in the
+    DR term and the propensity in the imputation loss: the DR term trains the predictor alone,
+    the imputation is trained by its own loss, the propensity by CTR and CTCVR (module doc)."""
     hp = state.hp
+    sg = tf.stop_gradient if weighted else (lambda x: x)
 
     def loss(p):
         w = clip_weight(_mf_prop(p, b.users, b.items), hp["gamma"])
@@ -133,11 +152,11 @@ def escm2_dr_loss(state, b, weighted: bool, out: dict):
         q_hat = bm.mf_prob(p, "imp", b.users, b.items)
         q_d, prop, ctcvr = _all_terms(state, p, b, _mf_prop)
         q_hat_d = bm.mf_prob(p, "imp", b.all_users, b.all_items)
-        dr = dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted,
+        dr = dr_eps(q, b.labels, sg(q_hat), sg(w), q_d, sg(q_hat_d), weighted,
                     direct_scale=hp["direct_scale"])
         fixed = tf.stop_gradient(q)
-        imp = tf.reduce_sum(w * tf.square(losses.bce_eps(fixed, b.labels)
-                                          - losses.bce_eps(fixed, q_hat)), -1)
+        imp = tf.reduce_sum(sg(w) * tf.square(losses.bce_eps(fixed, b.labels)
+                                              - losses.bce_eps(fixed, q_hat)), -1)
         out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
         return hp["alpha"] * prop + hp["beta"] * ctcvr + hp["theta"] * imp + dr
     return loss
@@ -163,7 +182,7 @@ def esmm_step(state, b):
         q = bm.mf_prob(p, "pred", b.users, b.items)
         y = labels_at(state.consts["labels_all"], b.users, b.items, tf.shape(p["pred_H"])[1],
                       q.dtype)
-        prop, ctcvr = ctr_ctcvr(c, q, b.labels, y)
+        prop, ctcvr = ctr_ctcvr(c, q, b.labels, y, _mean(state, b.users, b.items))
         return hp["alpha"] * prop + ctcvr
     return joint_step(state, loss, ("pred", "prop"))
 
@@ -227,7 +246,7 @@ class BinaryESCM2DR(BinaryESCM2IPS):
          "imp_lam": 1e-5})
 
     def _init(self, run) -> dict:
-        return {n: v for prefix in ("pred", "imp", "prop") for n, v in run.tables(prefix).items()}
+        return {**run.tables("pred"), **run.imputation_tables(), **run.tables("prop")}
 
     def _stage(self, run, init: dict) -> Stage:
         step = escm2_dr_weighted if run.corrected else escm2_dr_unweighted

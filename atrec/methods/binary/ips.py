@@ -29,6 +29,7 @@ from atrec.methods.binary.base import (
     Trained,
     trained_twice,
 )
+from atrec.methods.binary.nuisance import diagnose
 from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.runtime import tf
@@ -101,7 +102,7 @@ class BinaryMF(BinaryMethod):
     def train(self, run) -> Trained:
         prop, stages = self._propensity(run)
         res = self._predictor(run, prop)
-        return Trained(res.params, res, stages)
+        return Trained(res.params, res, stages, diagnose(run, prop))
 
     def predictors(self, run) -> tuple:
         prop, stages = self._propensity(run)

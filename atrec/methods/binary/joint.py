@@ -15,6 +15,7 @@ import numpy as np
 
 from atrec.learners import losses
 from atrec.methods.binary.base import BinaryMethod, Trained, clip_weight
+from atrec.methods.binary.nuisance import diagnose, held_out_mask, model_grid
 from atrec.methods.hyperparameters import Hyperparameter
 from atrec.runtime import tf
 
@@ -38,6 +39,19 @@ def label_matrix(run) -> np.ndarray:
     for k in range(run.replicas):
         out[k, t["user"][k].astype(np.int64) * run.num_items + t["item"][k]] = t["rating"][k]
     return out
+
+
+def observed_mean(values, state, users, items):
+    """``values`` ``[R, n]`` at the pairs ``(users, items)`` averaged over the pairs, ``[R]``: in
+    the corrected form (``state.consts["obs_keep"]``, ``[R, nu, ni]``, 0 at the validation
+    pairs) over the pairs that are not validation pairs, which are observed but held out, so
+    neither observed nor unobserved for a model of the training pairs; in the code's form over
+    all of them (the validation pairs counted as unobserved)."""
+    keep = state.consts.get("obs_keep")
+    if keep is None:
+        return tf.reduce_mean(values, -1)
+    k = tf.cast(tf.gather_nd(keep, tf.stack([users, items], -1), batch_dims=1), values.dtype)
+    return tf.reduce_sum(k * values, -1) / tf.maximum(tf.reduce_sum(k, -1), 1.0)
 
 
 def labels_at(matrix, users, items, num_items, dtype):
@@ -114,6 +128,9 @@ class JointMethod(BinaryMethod):
     def train(self, run) -> Trained:
         init = self._init(run)
         consts = {"observed": tf.constant(run.observed())}
+        if run.corrected:
+            consts["obs_keep"] = tf.constant(
+                held_out_mask(run).reshape(run.replicas, run.num_users, run.num_items))
         if self.all_labels:
             consts["labels_all"] = tf.constant(label_matrix(run))
         if self.weighted_criterion:
@@ -126,4 +143,6 @@ class JointMethod(BinaryMethod):
                  if self.dr_direct else {})
         res = run.main(self._stage(run, init), init, run.hp(**extra), consts, criterion,
                        source_size=self._source_size(run))
-        return Trained(res.params, res, {})
+        has = type(self)._propensity is not JointMethod._propensity
+        grid = model_grid(run, self._propensity, res.params) if has else None
+        return Trained(res.params, res, {}, diagnose(run, None, res.params, grid))

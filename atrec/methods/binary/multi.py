@@ -24,9 +24,14 @@ reference code's traps"), corrected under ``binary-clean`` and by ``form=correct
   ``w``, with the direct term ``sum_D`` scaled by ``N / (G n)``
   (:meth:`~atrec.methods.binary.base.BinaryRun.direct_scale`), so the DR loss is the textbook
   DR estimate times ``N / (G n)``, the scale of the code's IPS term (docs/protocols.md,
-  "Corrected DR forms"). Its reversed order is kept in both forms: those terms are the
-  imputation model's only training signal (``sum_D`` fits ``q_hat`` to ``q``), and in the normal order the imputation
-  model's objective is linear in ``q_hat``'s cross-entropy target, with no minimiser.
+  "Corrected DR forms");
+- the DR term reads the imputation live, in the reversed order (``BCE_eps(q_hat, q)``): it is
+  the imputation model's only training signal, so the term that should train the predictor
+  fits the imputation to it. Corrected: the textbook order ``BCE_eps(q, q_hat)`` with the
+  imputation detached there (the DR term trains the predictor alone), and the imputation
+  trained by its own loss, ``sum_O w (BCE_eps(q, y) - BCE_eps(q, q_hat))^2`` with ``q`` and
+  ``w`` detached, divided by ``|D|`` as the DR term is; the imputation MF starts small
+  (:meth:`~atrec.methods.binary.base.BinaryRun.imputation_tables`).
 
 Under ``binary-clean`` the validation criterion is the self-normalised cross-entropy weighted
 by the method's own ``w``.
@@ -45,6 +50,7 @@ from atrec.methods.binary.joint import (
     JointMethod,
     dr_eps,
     ips_term_step,
+    observed_mean,
 )
 from atrec.runtime import tf
 
@@ -81,8 +87,13 @@ def tower(p, prefix: str, users, items):
                       + p[prefix + "2_b"][:, None])
 
 
-def _observation(p, b, prop_fn):
-    return tf.reduce_mean(losses.bce(prop_fn(p, b.all_users, b.all_items), b.all_o), -1)
+def _observation(p, b, prop_fn, state=None):
+    """The corrected form's observation loss over the batch's pairs from all (the validation
+    pairs left out when ``state`` holds their mask, :func:`joint.observed_mean`)."""
+    e = losses.bce(prop_fn(p, b.all_users, b.all_items), b.all_o)
+    if state is None:
+        return tf.reduce_mean(e, -1)
+    return observed_mean(e, state, b.all_users, b.all_items)
 
 
 def _multi_ips_prop(p, users, items):
@@ -100,7 +111,7 @@ def multi_ips_loss(state, b, corrected: bool, out: dict):
             w = tf.stop_gradient(w)
         q = tower(p, "predtower", b.users, b.items)
         out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
-        return out["ips"] + _observation(p, b, _multi_ips_prop) if corrected else out["ips"]
+        return out["ips"] + _observation(p, b, _multi_ips_prop, state) if corrected else out["ips"]
     return loss
 
 
@@ -117,20 +128,31 @@ def _multi_dr_prop(p, users, items):
 
 
 def multi_dr_loss(state, b, corrected: bool, out: dict):
-    """Multi-DR's loss of the parameters (module doc); ``out["ips"]``: ``sum_O w BCE_eps``."""
+    """Multi-DR's loss of the parameters (module doc); ``out["ips"]``: ``sum_O w BCE_eps``.
+    ``corrected``: the DR term in the textbook order with the propensity and the imputation
+    detached (it trains the predictor alone), plus the imputation's own loss
+    ``sum_O w (BCE_eps(sg q, y) - BCE_eps(sg q, q_hat))^2 / |D|`` and the observation loss."""
     hp = state.hp
 
     def loss(p):
         w = clip_weight(_multi_dr_prop(p, b.users, b.items), hp["gamma"])
-        if corrected:
-            w = tf.stop_gradient(w)
         q = bm.mf_prob(p, "pred", b.users, b.items)
-        dr = dr_eps(q, b.labels, bm.mf_prob(p, "imp", b.users, b.items), w,
-                    bm.mf_prob(p, "pred", b.all_users, b.all_items),
-                    bm.mf_prob(p, "imp", b.all_users, b.all_items), weighted=corrected,
-                    reversed_=True, direct_scale=hp["direct_scale"])
+        q_hat = bm.mf_prob(p, "imp", b.users, b.items)
+        q_hat_d = bm.mf_prob(p, "imp", b.all_users, b.all_items)
+        q_d = bm.mf_prob(p, "pred", b.all_users, b.all_items)
+        if not corrected:
+            out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
+            return dr_eps(q, b.labels, q_hat, w, q_d, q_hat_d, weighted=False, reversed_=True,
+                          direct_scale=hp["direct_scale"])
+        w = tf.stop_gradient(w)
         out["ips"] = tf.reduce_sum(w * losses.bce_eps(q, b.labels), -1)
-        return dr + _observation(p, b, _multi_dr_prop) if corrected else dr
+        dr = dr_eps(q, b.labels, tf.stop_gradient(q_hat), w, q_d, tf.stop_gradient(q_hat_d),
+                    weighted=True, direct_scale=hp["direct_scale"])
+        fixed = tf.stop_gradient(q)
+        imp = tf.reduce_sum(w * tf.square(losses.bce_eps(fixed, b.labels)
+                                          - losses.bce_eps(fixed, q_hat)), -1)
+        size = tf.cast(tf.shape(q_d)[-1], q.dtype)
+        return dr + imp / size + _observation(p, b, _multi_dr_prop, state)
     return loss
 
 
@@ -217,7 +239,7 @@ class BinaryMultiDR(BinaryMultiIPS):
         return _multi_dr_prop(p, users, items)
 
     def _init(self, run) -> dict:
-        return {n: v for prefix in ("prop", "pred", "imp") for n, v in run.tables(prefix).items()}
+        return {**run.tables("prop"), **run.tables("pred"), **run.imputation_tables()}
 
     def _stage(self, run, init: dict) -> Stage:
         step = multi_dr_fixed if run.corrected else multi_dr_coded

@@ -44,6 +44,7 @@ from atrec.methods.binary import naive_bayes as nb
 from atrec.methods.binary.base import COMMON, FORM, BinaryMethod, Trained, predictor_tables
 from atrec.methods.binary.dr_bias import IMP, UNIFORM_RATIO
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
+from atrec.methods.binary.nuisance import diagnose
 from atrec.runtime import tf
 
 MU = Group(("mu",), lr="mu_lr", wd="lam")
@@ -165,7 +166,7 @@ class StableDR(BinaryMethod):
     reference_params = reference_table("stable-dr", STABLE_DR_COAT, STABLE_DR_YAHOO)
 
     def _predictor(self, run):
-        init = {**run.tables("pred"), **run.tables("imp"),
+        init = {**run.tables("pred"), **run.imputation_tables(),
                 "mu": np.zeros(run.replicas, np.float32)}
         step = _corrected_step if run.corrected else _reference_step
         stage = Stage(self.name, step, {"pred": PRED, "imp": IMP, "mu": MU},
@@ -179,4 +180,4 @@ class StableDR(BinaryMethod):
 
     def train(self, run) -> Trained:
         res = self._predictor(run)
-        return Trained(predictor_tables(res.params), res, {})
+        return Trained(predictor_tables(res.params), res, {}, diagnose(run, None, res.params))

@@ -251,7 +251,7 @@ class BinaryTDRJL(BinaryMethod):
     def _init(self, run) -> dict:
         init = run.tables("pred")
         if self.joint:
-            init.update(run.tables("imp"))
+            init.update(run.imputation_tables())
         return {**init, **{n: np.zeros(run.replicas, np.float32) for n in TMLE}}
 
     def train(self, run) -> Trained:

@@ -1,0 +1,55 @@
+"""Runs whose nuisance models are degenerate, for the tables (issue 60).
+
+A binary record of a method with a learned propensity or an imputation model carries
+``nuisance``: their diagnostics and ``flags``, the reasons a fit is degenerate
+(:mod:`atrec.methods.binary.nuisance`). A table marks the rows that hold such a run with
+:data:`FLAG_MARK` and says in a notice how many seeds are flagged and why: a flagged run is no
+evidence about its method, so it is never silently averaged in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from atrec.methods.registry import base_method
+from atrec.results.records import record_label
+
+FLAG_MARK = "§"
+
+
+def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
+    """``(dataset, method, propensity) -> {"seeds": [...], "of": n, "reasons": [...]}`` for
+    each configuration of the parameter sets ``labels`` with a flagged seed (reasons without
+    their numbers, each once)."""
+    labels = set(labels)
+    out: dict = {}
+    for r in records:
+        if not isinstance(r, dict) or record_label(r) not in labels:
+            continue
+        key = (r.get("dataset"), base_method(r), str(r.get("propensity")))
+        entry = out.setdefault(key, {"seeds": [], "of": 0, "reasons": []})
+        entry["of"] += 1
+        flags = (r.get("nuisance") or {}).get("flags") or []
+        if flags:
+            entry["seeds"].append(r.get("seed"))
+            for f in flags:
+                reason = " ".join(w for w in f.split() if not _number(w))
+                if reason not in entry["reasons"]:
+                    entry["reasons"].append(reason)
+    return {k: v for k, v in out.items() if v["seeds"]}
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def flag_notices(flagged: dict, label_of: Callable[[str], str]) -> list[str]:
+    """One notice per flagged configuration: its seeds and reasons."""
+    return [f"{FLAG_MARK} {dataset} {label_of(method)}: {len(v['seeds'])} of {v['of']} seeds "
+            f"with a degenerate nuisance model ({'; '.join(v['reasons'])}); see each "
+            f"record's 'nuisance'"
+            for (dataset, method, _), v in sorted(flagged.items(), key=str)]
