@@ -222,7 +222,7 @@ def _legend(bench: Benchmark, fmt: str) -> str:
             f"({'method' if bench.baseline != BASELINE else 'propensity or method'}); "
             + (f"{FLAG_MARK} some seeds have a degenerate nuisance model (the notes); "
                if bench.flagged else "")
-            + f"- means no results."
+            + "- means no results."
             + (f" {_failed_mark(1, fmt)}: some seeds' fits "
                f"failed (collapsed scores, a validation criterion at the constant's ln 2, or "
                f"a seed far below the others: docs/protocols.md, Failed fits); the failed "
