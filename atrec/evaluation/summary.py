@@ -38,6 +38,7 @@ from atrec.names import (  # noqa: F401
     TRACE_NAMES,
 )
 from atrec.propensity.registry import propensity_order
+from atrec.protocols import protocol_flag
 from atrec.results.params import NAMED_SETS, PUBLISHED
 from atrec.results.records import iter_records, params_label, record_label
 
@@ -218,8 +219,7 @@ def _train_again(record: dict) -> str:
     """``'atrec train'`` with the ``--protocol`` the record was made under, if not the default."""
     block = record.get("protocol")
     name = block.get("name") if isinstance(block, dict) else None
-    return ("'atrec train'" if name in (None, DEFAULT_PROTOCOL)
-            else f"'atrec train --protocol {name}'")
+    return f"'atrec train{protocol_flag(name)}'"
 
 
 def _check_record(record: dict) -> None:

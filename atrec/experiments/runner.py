@@ -34,9 +34,9 @@ from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.binary.at import fit_binary_at
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
-from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
+from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
 from atrec.protocol import TUNING_SEED
-from atrec.protocols import get_protocol
+from atrec.protocols import Protocol, get_protocol
 from atrec.results.params import HyperParams
 from atrec.results.records import (
     SCHEMA,
@@ -72,17 +72,21 @@ class RunSpec:
     estimator: object = field(default=None, compare=False)
     experiment: dict | None = field(default=None, compare=False)
     method: str = DEFAULT_METHOD
-    protocol: str = DEFAULT_PROTOCOL   # a registered protocol (atrec.protocols)
+    # a registered protocol (atrec.protocols), resolved once: a name is resolved here
+    protocol: Protocol | str | None = None
     # how the values were made ("authors", "50 trials"; results.params.params_budget), stored
     # in each record so that a table reads it from the run, not from today's parameter file
     params_budget: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocol", get_protocol(self.protocol))
 
     @property
     def key(self) -> str:
         """The folder (and progress-line) key: ``config_key``'s; under a binary protocol every
         method's folder is its own (``mf-ips/none``; 1-5 star MF-IPS keeps its old ones)."""
         return config_key(self.propensity, self.with_at, self.method,
-                          named=get_protocol(self.protocol).view == "binary")
+                          named=self.protocol.view == "binary")
 
     @property
     def params_key(self) -> str:
@@ -104,16 +108,16 @@ class RunSpec:
 
 
 def _settings(spec: RunSpec):
-    return spec.settings or get_protocol(spec.protocol).train_settings(spec.method)
+    return spec.settings or spec.protocol.train_settings(spec.method)
 
 
 def _at_settings(spec: RunSpec):
-    return spec.at_settings or get_protocol(spec.protocol).at_settings()
+    return spec.at_settings or spec.protocol.at_settings()
 
 
 def ranking_part(spec: RunSpec, split):
     """The part of the MCAR test set the spec's protocol ranks (``test`` or ``test_full``)."""
-    return getattr(split, get_protocol(spec.protocol).ranking_part)
+    return getattr(split, spec.protocol.ranking_part)
 
 
 def _fit(data: RatingData, spec: RunSpec, seeds: list[int],
@@ -167,7 +171,7 @@ def _loop_key(data: RatingData, spec: RunSpec, inputs: Inputs) -> tuple:
 
 def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
              result: MethodResult, settings: dict, elapsed: float) -> list[dict]:
-    protocol = get_protocol(spec.protocol)
+    protocol = spec.protocol
     # a plug-in whose __init__ skips Method's has no options to say
     options = getattr(get_method(spec.method, spec.protocol), "option_values", {})
     full = ranking_part(spec, inputs.splits[0])
@@ -357,7 +361,7 @@ def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False)
     (:mod:`atrec.learners.layout`), so a seed's numbers do not depend on the grouping.
     """
     outcome = ConfigOutcome(spec)
-    root = get_protocol(spec.protocol).results_root(root)
+    root = spec.protocol.results_root(root)
     todo, skipped = [], {}
     for seed in spec.seeds:
         path = record_path(spec.dataset, spec.key, spec.label, seed, root)
@@ -386,7 +390,7 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
     width = _width(data, spec.params.dim)
     run = layout.slots(seeds, width)
     inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator,
-                          get_protocol(spec.protocol).split)
+                          spec.protocol.split)
     if run == seeds:
         result, settings = _fit(data, spec, seeds, inputs)
     else:   # the fillers reuse their seed's inputs: no split or propensity is estimated twice
@@ -399,7 +403,7 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
 def validation_loss(data: RatingData, propensity: str, with_at: bool, params: HyperParams,
                     seed: int = TUNING_SEED, settings=None, at_settings=None,
                     estimator=None, method: str = DEFAULT_METHOD,
-                    protocol: str = DEFAULT_PROTOCOL) -> float:
+                    protocol: Protocol | str | None = None) -> float:
     """The tuning objective (docs/protocol.md, "Tuning"): the lowest validation loss of one run on
     ``seed``'s split.
 
@@ -409,6 +413,6 @@ def validation_loss(data: RatingData, propensity: str, with_at: bool, params: Hy
     """
     spec = RunSpec(data.name, propensity, with_at, params, "tuning", (seed,), settings, at_settings,
                    method=method, protocol=protocol)
-    inputs = stack_inputs(data, propensity, [seed], estimator, get_protocol(protocol).split)
+    inputs = stack_inputs(data, propensity, [seed], estimator, spec.protocol.split)
     result, _ = _fit(data, spec, [seed], inputs)
     return float(result.best_val_loss[0])

@@ -14,7 +14,6 @@ from atrec.experiments.plan import TrainRequest, ensure_data, plan_request  # no
 from atrec.experiments.progress import StageProgress
 from atrec.experiments.runner import ConfigOutcome, ConfigPlan
 from atrec.propensity.registry import propensity_label
-from atrec.protocols import get_protocol
 from atrec.results.params import params_budget
 
 
@@ -62,7 +61,7 @@ def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
                                                              spec.params_key, None,
                                                              spec.protocol),
                "seeds": len(outcome.records)}
-        for metric in get_protocol(spec.protocol).metrics:
+        for metric in spec.protocol.metrics:
             cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)
             row[metric] = f"{cell.mean:.4f} ± {cell.sd:.4f}" if cell and cell.n > 1 else (
                 f"{cell.mean:.4f}" if cell else "-")

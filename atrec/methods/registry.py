@@ -53,8 +53,6 @@ def register_method(cls: type) -> type:
 def registry_for(protocol: str | None = None) -> Registry:
     """The methods a protocol runs: :data:`METHODS` for the 1-5 star protocols,
     :data:`~atrec.methods.binary.registry.BINARY_METHODS` for the binary ones (their view)."""
-    if protocol in (None, DEFAULT_PROTOCOL):
-        return METHODS
     return BINARY_METHODS if get_protocol(protocol).view == "binary" else METHODS
 
 
@@ -66,8 +64,6 @@ def aliases_for(protocol: str | None = None) -> dict:
 
 def default_form(protocol: str | None = None) -> str | None:
     """The form a binary protocol runs a method in when none is chosen (``None`` elsewhere)."""
-    if protocol in (None, DEFAULT_PROTOCOL):
-        return None
     epochs = getattr(get_protocol(protocol), "epochs", None)
     return None if epochs is None else epochs.forms
 

@@ -12,13 +12,21 @@ A protocol declares, as class attributes readable without TensorFlow:
   steps that do not move the predictor takes more loop steps for the same predictor steps);
 - ``ranking_part``: which part of the MCAR test set the ranking metrics rank (``test``: the
   evaluated slice; ``test_full``: the whole set);
-- ``param_sets``: the parameter sets that exist under it; ``reference_params`` the one it ships
-  (``dataset -> config key -> values``), if any;
+- ``param_sets``: the parameter sets that exist under it, in the order of its default chain;
+  ``reference_params`` the one it ships (``dataset -> config key -> values``), if any;
 
 and implements :meth:`Protocol.split`, the per-seed :class:`~atrec.data.splits.Split`.
 
-Records of the default protocol live under ``<results>``; those of any other protocol under
-``<results>/protocols/<name>`` (:meth:`Protocol.results_root`), so they never mix in a table.
+A request resolves its protocol once (:func:`atrec.protocols.get_protocol`) and hands the
+object down; the object owns the names made from it: where its records, studies and tuned values
+live (:meth:`Protocol.results_root`, :meth:`Protocol.tuned_params_path`), its studies' prefix
+(:meth:`Protocol.study_prefix`), the ``--protocol`` flag that repeats it in a command
+(:attr:`Protocol.flag`) and its default parameter chain (:attr:`Protocol.default_params`). A
+protocol equals its name, so a record's ``"saito2020"`` compares with it.
+
+Records of a protocol live under ``<results>/protocols/<name>``, so they never mix in a table;
+a protocol with ``legacy_names`` (``saito2020``, older than protocols) keeps the names it had
+before: its records under ``<results>``, its studies and tuned file unprefixed.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import ClassVar
 
 from atrec.data.ratings import RatingData
 from atrec.data.splits import Split
-from atrec.names import DEFAULT_PROTOCOL
+from atrec.names import DEFAULT_PROTOCOL, TUNED
 from atrec.paths import results_dir
 from atrec.protocol import BIAS_INITS, ATSettings, TrainSettings
 
@@ -37,6 +45,12 @@ VIEWS = ("stars", "binary")   # 1-5 ratings as they are; labels y = 1{rating >= 
 SCHEDULE_KINDS = ("steps", "epochs")
 RANKING_PARTS = ("test", "test_full")
 PROTOCOLS_FOLDER = "protocols"
+
+
+def protocol_flag(name: str | None) -> str:
+    """`` --protocol <name>``: how a command line names the protocol ``name`` (a registered one
+    or a name a record holds); ``""`` for the command line's default, which needs no flag."""
+    return "" if name in (None, DEFAULT_PROTOCOL) else f" --protocol {name}"
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,27 @@ class Protocol:
     # whether each seed's split holds a validation part: tuning's objective is the lowest
     # validation loss where it does, the last epoch's training loss where it does not
     has_validation: ClassVar[bool] = True
+    # records, studies and tuned values keep the names they had before protocols existed
+    # (saito2020): under the results folder itself, studies not prefixed with the name
+    legacy_names: ClassVar[bool] = False
+    # whether its named sets are atrec's shared ones (the paper's published file, atrec's tuned
+    # file, every method's reference values: saito2020) rather than its own (its
+    # reference_params, atrec/resources/<name>_tuned_params.yaml, its own tuned file)
+    shared_sets: ClassVar[bool] = False
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Protocol):
+            return other.name == self.name
+        return isinstance(other, str) and other == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<protocol {self.name}>"
 
     def split(self, data: RatingData, seed: int) -> Split:  # pragma: no cover - abstract
         """The split seed ``seed`` trains and is measured on."""
@@ -119,13 +154,41 @@ class Protocol:
 
     @property
     def is_default(self) -> bool:
+        """Whether ``--protocol`` may be left out for it (the command line's default)."""
         return self.name == DEFAULT_PROTOCOL
 
+    @property
+    def flag(self) -> str:
+        """`` --protocol <name>``, to repeat in a command line it names; ``""`` for the command
+        line's default."""
+        return protocol_flag(self.name)
+
+    @property
+    def default_params(self) -> str:
+        """The ``--params`` value read when none is given: its ``param_sets``, comma-separated,
+        each configuration taking its values from the first set that has them."""
+        return ",".join(self.param_sets)
+
+    @property
+    def start_params(self) -> str:
+        """The sets a new study's first trial comes from when ``atrec tune`` is given no
+        ``--params``: :attr:`default_params` without ``tuned``, the set a study writes."""
+        return ",".join(s for s in self.param_sets if s != TUNED)
+
     def results_root(self, root: Path | None = None) -> Path:
-        """Where this protocol's records, studies and tuned values live: ``root`` (default
-        the results folder) for the default protocol, ``root/protocols/<name>`` otherwise."""
+        """Where this protocol's records, studies and tuned values live: ``root/protocols/<name>``
+        (``root`` default the results folder), ``root`` itself with ``legacy_names``."""
         base = results_dir() if root is None else Path(root)
-        return base if self.is_default else base / PROTOCOLS_FOLDER / self.name
+        return base if self.legacy_names else base / PROTOCOLS_FOLDER / self.name
+
+    def tuned_params_path(self, root: Path | None = None) -> Path:
+        """Where ``atrec tune`` exports its best values and ``--params tuned`` reads them."""
+        return self.results_root(root) / "tuned_params.yaml"
+
+    def study_prefix(self, prefix: str) -> str:
+        """The prefix of its studies' names: ``prefix-<name>`` (``prefix`` with
+        ``legacy_names``), so studies of two protocols never share a name."""
+        return prefix if self.legacy_names else f"{prefix}-{self.name}"
 
     def train_settings(self, method: str, loss: str = "snips",
                        batch_seed: int | None = 12345) -> TrainSettings:
