@@ -1,4 +1,4 @@
-"""The experimental protocol as plain data: training settings and the fixed seeds
+"""Run settings as plain data: the training schedules, the fixed seeds and the budgets
 (docs/protocol.md).
 
 This module imports no TensorFlow, so that options, parameter files, records and reports can be

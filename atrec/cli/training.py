@@ -29,7 +29,7 @@ from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
 from atrec.names import TABLE_DATASETS, expand
 from atrec.paths import require_writable
-from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
+from atrec.run_settings import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
 from atrec.results.params import tuned_params_path

@@ -15,7 +15,7 @@ from atrec.data.ratings import RatingData
 from atrec.experiments.runner import ConfigPlan, RunSpec, plan_config
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
-from atrec.protocol import AUTHORS_BATCH_SEED
+from atrec.run_settings import AUTHORS_BATCH_SEED
 from atrec.protocols import Protocol, get_protocol
 from atrec.results.params import (
     DEFAULT_PARAMS,

@@ -35,7 +35,7 @@ from atrec.methods.binary.at import fit_binary_at
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
-from atrec.protocol import TUNING_SEED
+from atrec.run_settings import TUNING_SEED
 from atrec.protocols import Protocol, get_protocol
 from atrec.results.params import HyperParams
 from atrec.results.records import (

@@ -39,7 +39,7 @@ from atrec.data.ratings import RatingData
 from atrec.data.splits import Split
 from atrec.names import DEFAULT_PROTOCOL, TUNED
 from atrec.paths import results_dir
-from atrec.protocol import BIAS_INITS, ATSettings, TrainSettings
+from atrec.run_settings import BIAS_INITS, ATSettings, TrainSettings
 
 VIEWS = ("stars", "binary")   # 1-5 ratings as they are; labels y = 1{rating >= 3}
 SCHEDULE_KINDS = ("steps", "epochs")
@@ -62,7 +62,7 @@ class Schedule:
     shuffled full batches, :mod:`atrec.learners.epochs`; ``steps`` is then the cap on epochs and
     a method's parameters give its batch size and learning rate); ``steps``, ``batch_size`` (drawn with replacement),
     ``learning_rate``, ``adam_epsilon`` (added to ``sqrt(v)`` as TensorFlow 1 does),
-    ``bias_init`` (:data:`atrec.protocol.BIAS_INITS`; tables are Glorot-uniform), ``l2``
+    ``bias_init`` (:data:`atrec.run_settings.BIAS_INITS`; tables are Glorot-uniform), ``l2``
     (``whole-table``: ``lam * sum of l2`` over every row of every table, every step) and
     ``batch_seed`` (NumPy's generator reset to it before every run).
     """
@@ -192,7 +192,7 @@ class Protocol:
 
     def train_settings(self, method: str, loss: str = "snips",
                        batch_seed: int | None = 12345) -> TrainSettings:
-        """The :class:`~atrec.protocol.TrainSettings` of ``method`` under this protocol."""
+        """The :class:`~atrec.run_settings.TrainSettings` of ``method`` under this protocol."""
         s = self.schedule
         settings = TrainSettings(steps=s.steps, batch_size=s.batch_size,
                                  learning_rate=s.learning_rate, loss=loss,

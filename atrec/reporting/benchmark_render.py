@@ -15,7 +15,7 @@ from atrec.errors import AtrecError
 from atrec.evaluation.summary import EXPECTED_SEEDS
 from atrec.names import NO_PROPENSITY
 from atrec.propensity.registry import propensity_label
-from atrec.protocol import TUNING_BUDGET
+from atrec.run_settings import TUNING_BUDGET
 from atrec.reporting.benchmark import (
     AT_OPTIONS,
     BASELINE,

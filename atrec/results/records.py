@@ -38,7 +38,7 @@ from atrec.methods.registry import AT_SUFFIX, base_method
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocols import get_protocol
 from atrec.paths import results_dir
-from atrec.protocol import variant_suffix  # noqa: F401  (re-exported for record readers)
+from atrec.run_settings import variant_suffix  # noqa: F401  (re-exported for record readers)
 
 SCHEMA = 1
 PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click", "scipy")

@@ -33,7 +33,7 @@ from atrec.methods.options import case_id, method_key, option_cases, resolve_opt
 from atrec.methods.registry import METHODS, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import NO_PROPENSITY
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 from atrec.results.params import HyperParams
 from atrec.results.records import SCHEMA, load_record, record_path
 from atrec.testing.binary import check_binary_method

@@ -19,7 +19,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
-from atrec.protocol import SAMPLER_SEED, settings_dict
+from atrec.run_settings import SAMPLER_SEED, settings_dict
 from atrec.protocols import Protocol, get_protocol
 from atrec.results.params import (
     NAMED_SETS,

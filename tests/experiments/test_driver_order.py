@@ -4,7 +4,7 @@ a time, and the same records as a run that keeps every loop."""
 
 from atrec.experiments import driver
 from atrec.experiments.runner import RunSpec, loop_family, plan_config
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 from atrec.results.params import HyperParams
 from atrec.results.records import load_record, record_path
 from atrec.runtime import compiled

@@ -13,7 +13,7 @@ import pytest
 from atrec.experiments.driver import run_config
 from atrec.experiments.runner import RunSpec
 from atrec.learners import layout, mf
-from atrec.protocol import ATSettings
+from atrec.run_settings import ATSettings
 from atrec.results.params import HyperParams
 
 KEYS = ("metrics", "val_loss_trace", "trace")

@@ -12,7 +12,7 @@ import pytest
 from atrec.errors import AtrecError
 from atrec.experiments.runner import validation_loss
 from atrec.learners import at, mf
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 from atrec.results.params import HyperParams
 from atrec.runtime import compiled, memwatch
 

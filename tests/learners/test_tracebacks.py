@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from atrec.experiments.runner import validation_loss
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 from atrec.results.params import HyperParams
 from atrec.runtime import compiled, tracebacks
 from atrec.runtime.tfquiet import import_tensorflow

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 from atrec.protocols import Protocol, get_protocol, protocol_names
 from atrec.protocols.base import Schedule, validate_protocol_class
 from atrec.protocols.ijcai2022 import mcar_slice_mask

@@ -19,7 +19,7 @@ from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.learners import layout
 from atrec.names import NO_PROPENSITY
-from atrec.protocol import TUNING_BUDGET
+from atrec.run_settings import TUNING_BUDGET
 from atrec.results.params import DEFAULT_PARAMS, TUNED, TUNED_ATREC, load_param_table
 from atrec.workflows import pipeline
 

@@ -15,7 +15,7 @@ from atrec.errors import AtrecError
 from atrec.limits import MAX_MIN_ITEMS
 from atrec.names import config_key
 from atrec.propensity.builtin import DataItem
-from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
+from atrec.run_settings import TUNING_SEED, ATSettings, TrainSettings
 from atrec.results.params import (
     DEFAULT_CHAIN,
     NAMED_SETS,

@@ -18,7 +18,7 @@ from atrec.experiments.training import ensure_data
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.paths import results_dir
-from atrec.protocol import settings_dict
+from atrec.run_settings import settings_dict
 from atrec.reporting.figures import figure2, save_figure
 from atrec.reporting.tables import render
 from atrec.results.params import TUNED
