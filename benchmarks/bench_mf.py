@@ -81,7 +81,7 @@ def run_tool_case(case: str) -> None:
     import_s = time.perf_counter() - start
 
     from atrec.experiments.driver import run_config
-    from atrec.experiments.runner import RunSpec
+    from atrec.experiments.spec import RunSpec
     from atrec.results.params import HyperParams
 
     data = yahoo_size_data()

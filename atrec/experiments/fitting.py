@@ -1,14 +1,12 @@
-"""Run configurations over seeds: splits -> propensities -> learners -> per-run records.
+"""Fitting a run: a group of a configuration's seeds trained (splits -> propensities -> learners)
+and turned into per-run records (:func:`compute_group`), and the tuning objective
+(:func:`validation_loss`).
 
-One *configuration* is (dataset, propensity, with/without AT, parameter set). Its seeds are
-trained together (stacked replicas, see :mod:`atrec.learners.mf`), in groups whose records are written as
-soon as the group finishes, so an interrupted run loses at most the group in progress and a
-rerun skips every seed that already has a record (``force=True`` recomputes).
-
-Two steps, shared by local runs and runs on a Dask cluster (:mod:`atrec.experiments.distributed`):
-:func:`plan_config` decides which seeds are left and how they are grouped, and
-:func:`compute_group` turns one group into records; whoever computed them, this process saves
-them (:meth:`ConfigPlan.save`).
+:func:`compute_group` is the unit of work of local runs and of runs on a Dask cluster
+(:mod:`atrec.experiments.distributed`): whoever computed a group, the process that planned it
+saves its records (:meth:`atrec.experiments.groups.ConfigPlan.save`). What a run is:
+:mod:`atrec.experiments.spec`; which seeds are left and how they are grouped:
+:mod:`atrec.experiments.groups`.
 
 Seeds: seed ``s`` shuffles the 90/10 train/validation split and initialises the model
 (``model_seed = s``), as in the authors' runs (``tf.set_random_seed(s)``). The batch sampler uses
@@ -19,92 +17,24 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import numpy as np
 
 from atrec.data.ratings import RatingData
 from atrec.evaluation.registry import AFTER_TRAINING, get_metric, ranking_values
 from atrec.experiments.inputs import Inputs, stack_inputs
-from atrec.experiments.locks import GroupClaim, Holder, try_claim
-from atrec.experiments.reuse import load_existing
+from atrec.experiments.groups import data_group_width
+from atrec.experiments.spec import RunSpec
 from atrec.learners import layout
 from atrec.methods.base import FitProblem, MethodResult
 from atrec.methods.binary.at import fit_binary_at
 from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
-from atrec.names import DEFAULT_METHOD, NO_PROPENSITY, config_key
-from atrec.run_settings import TUNING_SEED
-from atrec.protocols import Protocol, get_protocol
+from atrec.names import DEFAULT_METHOD
+from atrec.protocols import Protocol
 from atrec.results.params import HyperParams
-from atrec.results.records import (
-    SCHEMA,
-    load_reusable,
-    params_label,
-    provenance,
-    record_path,
-    save_record,
-    variant_suffix,
-)
+from atrec.results.records import SCHEMA, provenance
+from atrec.run_settings import TUNING_SEED
 from atrec.runtime import compiled
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One configuration to train: what, with which parameters, under which protocol.
-
-    ``method``: a registered method's key (:func:`atrec.methods.registry.canonical`: its name
-    and the options that differ from their default, ``dr+form=coded``), trained alone or,
-    with ``with_at``, as A1/A2 of asymmetric tri-training.
-    """
-
-    dataset: str
-    propensity: str
-    with_at: bool
-    params: HyperParams
-    params_source: str
-    seeds: tuple[int, ...]
-    settings: object = None      # mf.TrainSettings (default: the protocol's)
-    at_settings: object = None   # at.ATSettings (default: the protocol's)
-    # An estimator object (``estimate(split) -> PairPropensities``) used instead of the named
-    # one, and a block stored as ``record["experiment"]`` (the ML-100K variance experiment).
-    estimator: object = field(default=None, compare=False)
-    experiment: dict | None = field(default=None, compare=False)
-    method: str = DEFAULT_METHOD
-    # a registered protocol (atrec.protocols), resolved once: a name is resolved here
-    protocol: Protocol | str | None = None
-    # how the values were made ("authors", "50 trials"; results.params.params_budget), stored
-    # in each record so that a table reads it from the run, not from today's parameter file
-    params_budget: str | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "protocol", get_protocol(self.protocol))
-
-    @property
-    def key(self) -> str:
-        """The folder (and progress-line) key: ``config_key``'s; under a binary protocol every
-        method's folder is its own (``mf-ips/none``; 1-5 star MF-IPS keeps its old ones)."""
-        return config_key(self.propensity, self.with_at, self.method,
-                          named=self.protocol.view == "binary")
-
-    @property
-    def params_key(self) -> str:
-        """The configuration's key in parameter files (:func:`atrec.names.config_key`)."""
-        return config_key(self.propensity, self.with_at, self.method)
-
-    @property
-    def variant(self) -> str:
-        """How the protocol settings deviate from the authors' (``""``, ``+ips``, ...)."""
-        settings = self.at_settings if self.with_at and self.at_settings else self.settings
-        if not settings or not hasattr(settings, "loss"):   # binary protocols' EpochSettings
-            return ""
-        return variant_suffix(settings.loss, settings.batch_seed)
-
-    @property
-    def label(self) -> str:
-        """Folder label: parameter set plus protocol variant (e.g. ``published+ips``)."""
-        return params_label(self.params_source) + self.variant
 
 
 def _settings(spec: RunSpec):
@@ -226,157 +156,6 @@ def _trace(values: np.ndarray, view: str) -> list:
     return values.tolist()
 
 
-def group_seeds(data: RatingData, dim: int, seeds: list[int]) -> list[tuple[int, ...]]:
-    """Seeds trained (and saved) together (:func:`atrec.learners.layout.group_seeds`)."""
-    return layout.group_seeds(list(seeds), _width(data, dim))
-
-
-def _width(data: RatingData, dim: int) -> int:
-    return layout.group_width(data.num_users, data.num_items, dim)
-
-
-@dataclass
-class ConfigOutcome:
-    """What :func:`atrec.experiments.driver.run_config` did for one configuration."""
-
-    spec: RunSpec
-    records: list[dict] = field(default_factory=list)
-    trained: list[int] = field(default_factory=list)
-    reused: list[int] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-@dataclass
-class ConfigPlan:
-    """What is left to do for one configuration: its seeds without a record, in the groups they
-    are trained in, and the outcome so far (the records reused).
-
-    The one plan behind both a local run (:func:`atrec.experiments.driver.run_config`) and a
-    run on a Dask cluster (:mod:`atrec.experiments.distributed`), so both skip the same seeds and group them alike,
-    and hence give the same numbers. Before training a group, :meth:`take` claims its seeds
-    (:mod:`atrec.experiments.locks`), so that processes sharing the results folder never train
-    a seed twice; :meth:`save` and :meth:`release` give the claims back.
-    """
-
-    spec: RunSpec
-    root: Path | None
-    groups: list[tuple[int, ...]]
-    outcome: ConfigOutcome
-    # records present at planning but not reused (corrupt, or --force), by seed: their mtime
-    skipped: dict[int, int] = field(default_factory=dict)
-    claims: dict[tuple[int, ...], GroupClaim] = field(default_factory=dict, repr=False)
-
-    @property
-    def todo(self) -> int:
-        """How many seeds are to be trained."""
-        return sum(len(g) for g in self.groups)
-
-    @property
-    def name(self) -> str:
-        """``dataset key`` (``coat item-at``), as progress lines and messages name it. MF-IPS's
-        key names no method (``item``); without a propensity (the binary protocols' IPS) that
-        would leave ``none``, so the method is named there: ``coat mf-ips/none``."""
-        key = self.spec.key
-        if self.spec.propensity == NO_PROPENSITY and "/" not in key:
-            key = f"{self.spec.method}/{key}"
-        return f"{self.spec.dataset} {key}"
-
-    def _path(self, seed: int) -> Path:
-        return record_path(self.spec.dataset, self.spec.key, self.spec.label, seed, self.root)
-
-    def take(self, seeds) -> tuple[int, ...] | Holder:
-        """Claim the seeds of a group for this process before training them.
-
-        Returns the seeds to train now (their claims are held until :meth:`save`), ``()`` when
-        another process saved all of them since planning (loaded and counted as reused), or the
-        :class:`~atrec.experiments.locks.Holder` of a live claim on them: come back later.
-        """
-        left = self._reuse_new(seeds)
-        if not left:
-            return ()
-        got = try_claim(self._path(left[0]).parent, left)
-        if isinstance(got, Holder):
-            return got
-        left = self._reuse_new(left)   # saved between the look and the claim
-        if not left:
-            got.release()
-            return ()
-        self.claims[tuple(left)] = got
-        return tuple(left)
-
-    def _reuse_new(self, seeds) -> list[int]:
-        """Load the records of ``seeds`` written since planning; return the seeds still without."""
-        have = set(self.outcome.reused) | set(self.outcome.trained)
-        left = []
-        for seed in seeds:
-            if seed in have:
-                continue
-            path = self._path(seed)
-            try:
-                mtime = path.stat().st_mtime_ns
-            except FileNotFoundError:
-                mtime = None
-            record = None
-            if mtime is not None and self.skipped.get(seed) != mtime:
-                record = load_reusable(path)
-            elif mtime is None and seed not in self.skipped:
-                record = load_existing(self.spec, seed, self.root)
-            if record is None:
-                left.append(seed)
-            else:
-                self.outcome.records.append(record)
-                self.outcome.reused.append(seed)
-        return left
-
-    def save(self, seeds: tuple[int, ...], records: list[dict], elapsed: float) -> None:
-        """Write the records of one finished group (atomically), count them as trained and give
-        their claims back."""
-        self.outcome.seconds += elapsed
-        try:
-            for seed, record in zip(seeds, records):
-                save_record(record, self._path(seed))
-                self.outcome.records.append(record)
-                self.outcome.trained.append(seed)
-        finally:
-            claim = self.claims.pop(tuple(seeds), None)
-            if claim:
-                claim.release()
-
-    def release(self) -> None:
-        """Give back every claim still held (a run that stops early: error, Ctrl-C)."""
-        for claim in self.claims.values():
-            claim.release()
-        self.claims.clear()
-
-    def finish(self) -> ConfigOutcome:
-        """The outcome, records in seed order."""
-        self.outcome.records.sort(key=lambda r: r["seed"])
-        return self.outcome
-
-
-def plan_config(data: RatingData, spec: RunSpec, root=None, force: bool = False) -> ConfigPlan:
-    """Load the records ``spec`` already has (none with ``force``) and group the other seeds.
-
-    Groups follow :func:`group_seeds`, whoever trains them. The layout is canonical
-    (:mod:`atrec.learners.layout`), so a seed's numbers do not depend on the grouping.
-    """
-    outcome = ConfigOutcome(spec)
-    root = spec.protocol.results_root(root)
-    todo, skipped = [], {}
-    for seed in spec.seeds:
-        path = record_path(spec.dataset, spec.key, spec.label, seed, root)
-        record = None if force else load_existing(spec, seed, root)
-        if record is not None:
-            outcome.records.append(record)
-            outcome.reused.append(seed)
-        else:
-            todo.append(seed)
-            if path.exists():
-                skipped[seed] = path.stat().st_mtime_ns
-    groups = group_seeds(data, spec.params.dim, todo)
-    return ConfigPlan(spec, root, groups, outcome, skipped)
-
-
 def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], float]:
     """Train one group of seeds; returns their records (plain dicts, nothing saved) and seconds.
 
@@ -387,7 +166,7 @@ def compute_group(data: RatingData, spec: RunSpec, seeds) -> tuple[list[dict], f
     start = time.perf_counter()
     # every fit has the canonical width, seed s in slot s % width, empty slots filled with
     # copies whose results are dropped (atrec.learners.layout.group_width)
-    width = _width(data, spec.params.dim)
+    width = data_group_width(data, spec.params.dim)
     run = layout.slots(seeds, width)
     inputs = stack_inputs(data, spec.propensity, seeds, spec.estimator,
                           spec.protocol.split)

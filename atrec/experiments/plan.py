@@ -12,7 +12,8 @@ from atrec.data.catalogue import raw_present
 from atrec.data.download import download_from_env
 from atrec.data.preprocess import load_data
 from atrec.data.ratings import RatingData
-from atrec.experiments.runner import ConfigPlan, RunSpec, plan_config
+from atrec.experiments.groups import ConfigPlan, plan_config
+from atrec.experiments.spec import RunSpec
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.run_settings import AUTHORS_BATCH_SEED

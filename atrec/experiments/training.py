@@ -12,7 +12,7 @@ from atrec.experiments.distributed import train_on_dask
 from atrec.experiments.driver import train_plans
 from atrec.experiments.plan import TrainRequest, ensure_data, plan_request  # noqa: F401  (re-exported)
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.runner import ConfigOutcome, ConfigPlan
+from atrec.experiments.groups import ConfigOutcome, ConfigPlan
 from atrec.propensity.registry import propensity_label
 from atrec.results.params import params_budget
 

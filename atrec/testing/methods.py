@@ -24,7 +24,7 @@ import numpy as np
 from atrec.data.ratings import RatingData
 from atrec.experiments.driver import run_config
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.runner import RunSpec
+from atrec.experiments.spec import RunSpec
 from atrec.learners import layout
 from atrec.learners.base import Learner
 from atrec.methods.base import FitProblem, Method, MethodResult, validate_method_class
@@ -58,7 +58,7 @@ def propensity_for(cls: type[Method]) -> str:
 
 
 def fit_problem(data: RatingData, cls: type[Method], seeds) -> FitProblem:
-    """The problem the runner builds for ``seeds`` (``atrec.experiments.runner._fit``)."""
+    """The problem the runner builds for ``seeds`` (``atrec.experiments.fitting._fit``)."""
     inputs = stack_inputs(data, propensity_for(cls), list(seeds))
     full = inputs.splits[0].test_full
     return FitProblem(data.num_users, data.num_items, tuple(seeds), inputs.train, inputs.val,

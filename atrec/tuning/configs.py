@@ -1,6 +1,6 @@
 """Tuning the protocol's configurations: one study per (dataset, method, propensity, with/without
 AT), named ``<prefix>-<dataset>-<config key>`` (e.g. ``atrec-coat-item-at``). Objective:
-:func:`atrec.experiments.runner.validation_loss`, the lowest validation loss of one run on the
+:func:`atrec.experiments.fitting.validation_loss`, the lowest validation loss of one run on the
 seed-12345 split; search space: the method's (:class:`atrec.tuning.space.SearchSpace`).
 
 Compilation: the objective passes ``lam`` and ``epsilon`` to the compiled loops as values, so a
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.run_settings import SAMPLER_SEED, settings_dict

@@ -98,7 +98,7 @@ def binary_seeds(protocol: str, seeds: int | None = None) -> int:
 def train_binary(plans: Sequence[BinaryPlan], seeds: int | None = None,
                  progress: Callable[[str], None] | None = None) -> list:
     """Train seeds 0..n-1 of every plan, n = :func:`binary_seeds` of its protocol; returns the
-    :class:`~atrec.experiments.runner.ConfigOutcome` list."""
+    :class:`~atrec.experiments.groups.ConfigOutcome` list."""
     outcomes = []
     for plan in plans:
         n = binary_seeds(plan.protocol, seeds)

@@ -131,7 +131,7 @@ def tune_baselines(plans: list[BaselinePlan], trials: int = TUNING_BUDGET) -> in
 def train_baselines(plans: list[BaselinePlan], seeds: int = 20, scheduler: str | None = None,
                     progress: Callable[[str], None] | None = None) -> list:
     """Train ``seeds`` seeds of every planned configuration with its plan's parameter set;
-    returns the :class:`~atrec.experiments.runner.ConfigOutcome` list."""
+    returns the :class:`~atrec.experiments.groups.ConfigOutcome` list."""
     outcomes = []
     for plan in plans:
         methods, props, ats = plan.selection()

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from atrec.experiments.runner import RunSpec, compute_group
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.spec import RunSpec
 from atrec.results.params import HyperParams
 
 

@@ -12,7 +12,9 @@ from click.testing import CliRunner
 
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.runner import RunSpec, compute_group, plan_config
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.groups import plan_config
+from atrec.experiments.spec import RunSpec
 from atrec.methods.binary import base as binary_base
 from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.methods.registry import canonical, expand_methods, get_method

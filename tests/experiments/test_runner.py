@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.driver import run_config
-from atrec.experiments.runner import RunSpec
+from atrec.experiments.spec import RunSpec
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.learners import mf

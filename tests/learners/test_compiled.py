@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.learners import at, mf
 from atrec.run_settings import ATSettings, TrainSettings
 from atrec.results.params import HyperParams

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.run_settings import ATSettings, TrainSettings
 from atrec.results.params import HyperParams
 from atrec.runtime import compiled, tracebacks

@@ -12,7 +12,8 @@ import pytest
 
 from atrec.data.ratings import Ratings
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.runner import RunSpec, compute_group
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.spec import RunSpec
 from atrec.learners import binary_models as bm
 from atrec.learners.epochs import Group, StepState
 from atrec.methods.base import FitProblem

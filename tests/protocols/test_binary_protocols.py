@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from atrec.data.ratings import Ratings
-from atrec.experiments.runner import RunSpec, compute_group, validation_loss
+from atrec.experiments.fitting import compute_group, validation_loss
+from atrec.experiments.spec import RunSpec
 from atrec.protocols import get_protocol
 from atrec.results.params import HyperParams
 

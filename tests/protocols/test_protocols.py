@@ -128,7 +128,7 @@ def test_schedule_on_a_tiny_case_selects_the_lowest_criterion(tiny_data, tmp_pat
     from dataclasses import replace
 
     from atrec.experiments.driver import run_config
-    from atrec.experiments.runner import RunSpec
+    from atrec.experiments.spec import RunSpec
     from atrec.results.params import HyperParams
 
     proto = get_protocol("ijcai2022")

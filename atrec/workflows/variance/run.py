@@ -13,7 +13,8 @@ from atrec.errors import AtrecError
 from atrec.experiments import interrupt
 from atrec.experiments.driver import run_config
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.runner import ConfigOutcome, RunSpec
+from atrec.experiments.groups import ConfigOutcome
+from atrec.experiments.spec import RunSpec
 from atrec.experiments.training import ensure_data
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from atrec import tuning
 from atrec.data.ratings import RatingData
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.propensity.builtin import DataItem
 from atrec.run_settings import PAPER_TRIALS, SAMPLER_SEED, TUNING_SEED, settings_dict
 from atrec.results.params import HyperParams
