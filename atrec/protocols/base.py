@@ -31,7 +31,7 @@ before: its records under ``<results>``, its studies and tuned file unprefixed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -39,10 +39,15 @@ from atrec.data.ratings import RatingData
 from atrec.data.splits import Split
 from atrec.names import DEFAULT_PROTOCOL, TUNED
 from atrec.paths import results_dir
-from atrec.run_settings import BIAS_INITS, ATSettings, TrainSettings
+from atrec.run_settings import (  # noqa: F401  (Schedule re-exported: its home is run_settings)
+    AUTHORS_BATCH_SEED,
+    SCHEDULE_KINDS,
+    ATSettings,
+    Schedule,
+    TrainSettings,
+)
 
 VIEWS = ("stars", "binary")   # 1-5 ratings as they are; labels y = 1{rating >= 3}
-SCHEDULE_KINDS = ("steps", "epochs")
 RANKING_PARTS = ("test", "test_full")
 PROTOCOLS_FOLDER = "protocols"
 
@@ -51,53 +56,6 @@ def protocol_flag(name: str | None) -> str:
     """`` --protocol <name>``: how a command line names the protocol ``name`` (a registered one
     or a name a record holds); ``""`` for the command line's default, which needs no flag."""
     return "" if name in (None, DEFAULT_PROTOCOL) else f" --protocol {name}"
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """How a method trains under a protocol and the defaults it starts from.
-
-    ``kind``: ``steps`` (a fixed number of steps, the reported step the one of lowest
-    validation criterion, first on ties) or ``epochs`` (the binary protocols' epochs of
-    shuffled full batches, :mod:`atrec.learners.epochs`; ``steps`` is then the cap on epochs and
-    a method's parameters give its batch size and learning rate); ``steps``, ``batch_size`` (drawn with replacement),
-    ``learning_rate``, ``adam_epsilon`` (added to ``sqrt(v)`` as TensorFlow 1 does),
-    ``bias_init`` (:data:`atrec.run_settings.BIAS_INITS`; tables are Glorot-uniform), ``l2``
-    (``whole-table``: ``lam * sum of l2`` over every row of every table, every step) and
-    ``batch_seed`` (NumPy's generator reset to it before every run).
-    """
-
-    kind: str = "steps"
-    steps: int = 500
-    batch_size: int = 1024
-    learning_rate: float = 0.01
-    adam_epsilon: float = 1e-8
-    bias_init: str = "normal"
-    l2: str = "whole-table"
-    batch_seed: int = 12345
-
-    def __post_init__(self) -> None:
-        if self.kind not in SCHEDULE_KINDS:
-            raise ValueError(f"unknown schedule kind '{self.kind}': choose from "
-                             f"{', '.join(SCHEDULE_KINDS)}")
-        if self.bias_init not in BIAS_INITS:
-            raise ValueError(f"unknown bias_init '{self.bias_init}': choose from "
-                             f"{', '.join(BIAS_INITS)}")
-        if self.l2 != "whole-table":
-            raise ValueError(f"unknown l2 form '{self.l2}': only 'whole-table' is implemented")
-        if self.adam_epsilon != 1e-8:
-            raise ValueError(f"adam_epsilon {self.adam_epsilon!r}: the compiled loops use "
-                             f"TensorFlow 1's 1e-8")
-        TrainSettings(steps=self.steps, batch_size=self.batch_size,
-                      learning_rate=self.learning_rate)  # the same checks as a run's
-
-    def describe(self) -> str:
-        """``2500 steps of 2048, lr 0.01, zero biases, Adam eps 1e-08, whole-table L2``."""
-        if self.kind == "epochs":
-            return (f"epochs of shuffled full batches (up to {self.steps}), PyTorch's Adam, "
-                    f"per-method batch size, learning rate and weight decay")
-        return (f"{self.steps} steps of {self.batch_size}, lr {self.learning_rate:g}, "
-                f"{self.bias_init} biases, Adam eps {self.adam_epsilon:g}, {self.l2} L2")
 
 
 class Protocol:
@@ -191,7 +149,7 @@ class Protocol:
         return prefix if self.legacy_names else f"{prefix}-{self.name}"
 
     def train_settings(self, method: str, loss: str = "snips",
-                       batch_seed: int | None = 12345) -> TrainSettings:
+                       batch_seed: int | None = AUTHORS_BATCH_SEED) -> TrainSettings:
         """The :class:`~atrec.run_settings.TrainSettings` of ``method`` under this protocol."""
         s = self.schedule
         settings = TrainSettings(steps=s.steps, batch_size=s.batch_size,
@@ -199,7 +157,7 @@ class Protocol:
                                  batch_seed=batch_seed, bias_init=s.bias_init)
         return replace(settings, **self.method_steps.get(method, {}))
 
-    def at_settings(self, loss: str = "snips", batch_seed: int | None = 12345) -> ATSettings:
+    def at_settings(self, loss: str = "snips", batch_seed: int | None = AUTHORS_BATCH_SEED) -> ATSettings:
         """AT's settings under this protocol: the paper's schedule with this protocol's batch
         size, learning rate and bias initialisation."""
         s = self.schedule

@@ -19,7 +19,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.fitting import validation_loss
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
-from atrec.run_settings import SAMPLER_SEED, settings_dict
+from atrec.run_settings import SAMPLER_SEED, TUNING_SEED, settings_dict
 from atrec.protocols import Protocol, get_protocol
 from atrec.results.params import (
     NAMED_SETS,
@@ -103,8 +103,8 @@ class TuneRequest:
             resolve_url(self.storage)  # an unusable URL or missing driver: before any data loads
 
 
-OBJECTIVE_NOTE = "min validation loss, split seed 12345"
-TRAINING_OBJECTIVE_NOTE = ("last epoch's training loss, split seed 12345 (the protocol has no "
+OBJECTIVE_NOTE = f"min validation loss, split seed {TUNING_SEED}"
+TRAINING_OBJECTIVE_NOTE = (f"last epoch's training loss, split seed {TUNING_SEED} (the protocol has no "
                            "validation split)")
 
 
