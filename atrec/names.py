@@ -25,7 +25,7 @@ TABLE_DATASETS = ("yahoo", "coat")  # the datasets of Table 1, in the paper's ro
 DEFAULT_METHOD = "mf-ips"
 # The default protocol (atrec.protocols): the paper's; its records keep their folders.
 DEFAULT_PROTOCOL = "saito2020"
-# The named parameter sets (atrec.results.param_sets says what each holds; a protocol's
+# The named parameter sets (atrec.params.sets says what each holds; a protocol's
 # param_sets names those that exist under it).
 PUBLISHED = "published"
 TUNED = "tuned"       # yours: what 'atrec tune' writes

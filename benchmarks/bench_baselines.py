@@ -63,7 +63,7 @@ def run_case(case: str) -> None:
     from atrec.methods.tri_training import fit_with_at
     from atrec.names import NO_PROPENSITY
     from atrec.run_settings import ATSettings, TrainSettings
-    from atrec.results.params import HyperParams, get_params
+    from atrec.params.lookup import HyperParams, get_params
 
     kind, name = case.split(":")
     with_at = kind == "coat-at"

@@ -23,7 +23,7 @@ from atrec.propensity.registry import (
     table1_propensities,
 )
 from atrec.protocols import PROTOCOLS, get_protocol
-from atrec.results.params import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
+from atrec.params.lookup import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
 from atrec.runtime import gcfreeze
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
@@ -185,7 +185,7 @@ def expand_propensities(values) -> list[str]:
 
 
 def params_help() -> str:
-    """``--params``'s help, one phrase per named set of :data:`atrec.results.params.NAMED_SETS`
+    """``--params``'s help, one phrase per named set of :data:`atrec.params.lookup.NAMED_SETS`
     (so a new set is listed once it is named there)."""
     sets = "; ".join(f"{name} ({SET_HELP[name]})" for name in NAMED_SETS)
     defaults = "; ".join(

@@ -33,7 +33,7 @@ from atrec.reporting.protocol_gap import gap_reports
 from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
-from atrec.results.params import DEFAULT_PARAMS
+from atrec.params.lookup import DEFAULT_PARAMS
 
 
 def _protocol_sets(protocol: str) -> str:

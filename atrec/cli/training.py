@@ -32,7 +32,7 @@ from atrec.paths import require_writable
 from atrec.run_settings import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
-from atrec.results.params import tuned_params_path
+from atrec.params.lookup import tuned_params_path
 from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
 from atrec.tuning.configs import check_start

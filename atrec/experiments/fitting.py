@@ -31,7 +31,7 @@ from atrec.methods.registry import get_method, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import DEFAULT_METHOD
 from atrec.protocols import Protocol
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.results.records import SCHEMA, provenance
 from atrec.run_settings import TUNING_SEED
 from atrec.runtime import compiled

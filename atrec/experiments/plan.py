@@ -18,7 +18,7 @@ from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.run_settings import AUTHORS_BATCH_SEED
 from atrec.protocols import Protocol, get_protocol
-from atrec.results.params import (
+from atrec.params.lookup import (
     DEFAULT_PARAMS,
     chain_lookup,
     chain_sets,

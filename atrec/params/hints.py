@@ -7,7 +7,7 @@ from atrec.errors import AtrecError
 from atrec.methods.registry import DEFAULT_METHOD, method_class
 from atrec.names import config_key
 from atrec.protocols import get_protocol
-from atrec.results.param_sets import TUNED
+from atrec.params.sets import TUNED
 
 
 def tune_command_for(dataset: str, propensity: str, with_at: bool, method: str,

@@ -17,8 +17,8 @@ from atrec.errors import AtrecError
 from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class, registry_for
 from atrec.names import DATASETS, NO_PROPENSITY, config_key
 from atrec.protocols import Protocol, get_protocol
-from atrec.results.param_keys import _known_method, entry_key
-from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' names live there)
+from atrec.params.keys import _known_method, entry_key
+from atrec.params.sets import (  # noqa: F401  (re-exported: the sets' names live there)
     DEFAULT_CHAIN,
     DEFAULT_PARAMS,
     NAMED_SETS,
@@ -31,7 +31,7 @@ from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' na
     default_params,
     start_params,
 )
-from atrec.results.tune_hints import (  # noqa: F401  (re-exported)
+from atrec.params.hints import (  # noqa: F401  (re-exported)
     missing_values_error,
     no_values_error,
     tune_command_for,

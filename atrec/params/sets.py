@@ -1,5 +1,5 @@
 """The names of the parameter sets and what each holds: one home for every module that names
-them (:mod:`atrec.results.params` reads them, :mod:`atrec.results.tune_hints` names them in its
+them (:mod:`atrec.params.lookup` reads them, :mod:`atrec.params.hints` names them in its
 messages)."""
 
 from __future__ import annotations

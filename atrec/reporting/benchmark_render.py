@@ -43,7 +43,7 @@ from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import PUBLISHED
+from atrec.params.lookup import PUBLISHED
 
 
 def _text_label(text: str, mcar: bool, fmt: str) -> str:

@@ -47,7 +47,7 @@ from atrec.reporting.header import report_header
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.table1 import table1_legend, table1_rows
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import PUBLISHED
+from atrec.params.lookup import PUBLISHED
 from atrec.results.records import iter_records, record_label
 
 

@@ -47,7 +47,7 @@ PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click"
 def params_label(source_label: str) -> str:
     """Folder name for a parameter set: ``published``, ``default`` (the ML-100K default set of
     :mod:`atrec.workflows.variance`), ``tuned-atrec``, ``reference``, ``tuned`` or
-    ``file-<hash>`` (the named sets of :mod:`atrec.results.params`)."""
+    ``file-<hash>`` (the named sets of :mod:`atrec.params.lookup`)."""
     if source_label in ("published", "default", "tuned-atrec", "reference"):
         return source_label
     if source_label == "tuned" or source_label.startswith("tuned:"):

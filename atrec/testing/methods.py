@@ -34,7 +34,7 @@ from atrec.methods.registry import METHODS, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import NO_PROPENSITY
 from atrec.run_settings import ATSettings, TrainSettings
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.results.records import SCHEMA, load_record, record_path
 from atrec.testing.binary import check_binary_method
 from atrec.testing.data import check_declarations, registered, run_checks, small_data

@@ -21,7 +21,7 @@ from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
 from atrec.run_settings import SAMPLER_SEED, TUNING_SEED, settings_dict
 from atrec.protocols import Protocol, get_protocol
-from atrec.results.params import (
+from atrec.params.lookup import (
     NAMED_SETS,
     REFERENCE,
     HyperParams,
@@ -47,7 +47,7 @@ from atrec.tuning.study import (
 # The sets a study's first trial is taken from, in order (``atrec tune --params``), under the
 # default protocol: the chain train reads without ``tuned``, the set a study writes, so a new
 # study never depends on what an earlier one left in the results folder. Under another protocol
-# the same rule over its own sets (:func:`atrec.results.params.start_params`).
+# the same rule over its own sets (:func:`atrec.params.lookup.start_params`).
 START_PARAMS = start_params()
 START_SETS = tuple(chain_sets(START_PARAMS))
 NO_START = "none"    # --params none: the sampler alone (the tuning of Table 1)
@@ -132,7 +132,7 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
 
 def check_start(sets: str | None, protocol: Protocol | str | None = None) -> str | None:
     """A ``--params`` value of ``atrec tune`` checked before any work: ``None`` for ``none``,
-    the protocol's default (:func:`atrec.results.params.start_params`) for ``None``, else the
+    the protocol's default (:func:`atrec.params.lookup.start_params`) for ``None``, else the
     sets, each a set that exists under ``protocol`` or an existing parameter file (one-line
     error naming it)."""
     if sets is None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from atrec.methods.base import EPSILON
 from atrec.methods.registry import method_class
 from atrec.names import DEFAULT_METHOD
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
 from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS, gap_reports
-from atrec.results.params import chain_sets, get_params
+from atrec.params.lookup import chain_sets, get_params
 
 GAP_FILE = "protocol_gap.md"
 

@@ -46,7 +46,7 @@ from atrec.run_settings import PAPER_TRIALS, TUNING_BUDGET
 from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.check import check, render_check
 from atrec.reporting.report import report
-from atrec.results.params import (
+from atrec.params.lookup import (
     DEFAULT_PARAMS,
     TUNED,
     chain_lookup,

@@ -8,7 +8,7 @@ import numpy as np
 
 from atrec.experiments.fitting import compute_group
 from atrec.experiments.spec import RunSpec
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 
 
 def test_a_yahoo_run_under_icde24_trains_its_highest_ids(tiny_data):

@@ -7,7 +7,7 @@ from atrec.experiments.fitting import loop_family
 from atrec.experiments.groups import plan_config
 from atrec.experiments.spec import RunSpec
 from atrec.run_settings import ATSettings, TrainSettings
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.results.records import load_record, record_path
 from atrec.runtime import compiled
 

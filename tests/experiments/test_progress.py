@@ -32,7 +32,7 @@ def test_binary_ips_has_a_name_of_its_own_in_progress_lines():
     IPS) its lines said only 'coat none'."""
     from atrec.experiments.groups import ConfigPlan
     from atrec.experiments.spec import RunSpec
-    from atrec.results.params import HyperParams
+    from atrec.params.lookup import HyperParams
 
     def name(propensity, method, with_at=False, protocol="binary-icde24"):
         spec = RunSpec("coat", propensity, with_at, HyperParams(4, 0.1), "reference", (0,),

@@ -12,7 +12,7 @@ from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.learners import mf
 from atrec.propensity.registry import table1_propensities
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.results.records import record_path
 
 

@@ -146,7 +146,7 @@ FIT = r"""
 import hashlib, json, sys
 import numpy as np
 from atrec.data.synthetic import make_synthetic
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.experiments.fitting import validation_loss
 from atrec.runtime import compilecache, compiled
 from atrec.run_settings import ATSettings, TrainSettings

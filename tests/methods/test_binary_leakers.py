@@ -24,7 +24,7 @@ from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.names import NO_PROPENSITY
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import EpochSettings, leak_positions
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.runtime import tf
 from atrec.testing.data import small_data
 

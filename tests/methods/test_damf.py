@@ -14,7 +14,7 @@ from atrec.methods.base import FitProblem
 from atrec.methods.damf import DAMF
 from atrec.names import NO_PROPENSITY
 from atrec.run_settings import TrainSettings
-from atrec.results.params import get_params
+from atrec.params.lookup import get_params
 
 SEEDS = (0, 1, 2)
 

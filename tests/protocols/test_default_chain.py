@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from atrec.cli import main
 from atrec.protocols import PROTOCOLS, get_protocol
-from atrec.results.params import get_params
+from atrec.params.lookup import get_params
 
 TRAIN = ["train", "--protocol", "ijcai2022", "--dataset", "coat", "--method", "mf-ips",
          "--propensity", "item", "--seeds", "1", "--quiet", "--format", "json"]

@@ -28,7 +28,7 @@ from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.fitting import validation_loss
 from atrec.learners import at, mf
-from atrec.results.params import HyperParams, get_params
+from atrec.params.lookup import HyperParams, get_params
 from atrec.tuning import (
     Progress,
     SearchSpace,

@@ -10,7 +10,7 @@ from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
 from atrec.experiments.spec import RunSpec
 from atrec.propensity.builtin import DataItem
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.workflows.variance.request import PROPENSITY, VarianceRequest
 
 

@@ -22,7 +22,7 @@ from atrec.paths import results_dir
 from atrec.run_settings import settings_dict
 from atrec.reporting.figures import figure2, save_figure
 from atrec.reporting.tables import render
-from atrec.results.params import TUNED
+from atrec.params.lookup import TUNED
 from atrec.results.records import RecordError, load_record, params_label, record_path
 from atrec.runtime import compiled
 from atrec.workflows.variance.data import build_point_data, check_min_items, run_spec
