@@ -22,7 +22,7 @@ from atrec.propensity.registry import (
     propensity_names,
     table1_propensities,
 )
-from atrec.protocols import PROTOCOLS, get_protocol
+from atrec.protocols import PROTOCOLS, Protocol, get_protocol
 from atrec.params.lookup import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
 from atrec.runtime import gcfreeze
 
@@ -209,10 +209,11 @@ def check_protocol(name: str) -> str:
     return PROTOCOLS.entry(name.strip().lower()).name
 
 
-def protocol_root(name: str):
-    """The results folder ``--protocol`` reads: ``None`` (the default) for saito2020."""
-    protocol = get_protocol(check_protocol(name))
-    return None if protocol.is_default else protocol.results_root()
+def protocol_root(name):
+    """The results folder ``--protocol`` (a name or a resolved protocol) reads: ``None`` (the
+    results folder itself) for a protocol with ``legacy_names`` (saito2020)."""
+    protocol = name if isinstance(name, Protocol) else get_protocol(check_protocol(name))
+    return None if protocol.legacy_names else protocol.results_root()
 
 
 def selection_options(func, params: bool = True):
