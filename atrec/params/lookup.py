@@ -118,7 +118,7 @@ def _read_yaml(path: Path, what: str) -> dict:
     return doc
 
 
-def load_param_table(source: str, protocol: str | None = None) -> tuple[dict, str]:
+def load_param_table(source: str, protocol: Protocol | str | None = None) -> tuple[dict, str]:
     """Load a parameter table from a named set or a file path (a file's keys checked against
     ``protocol``'s methods: a binary protocol's are its own).
 
@@ -149,7 +149,7 @@ def load_param_table(source: str, protocol: str | None = None) -> tuple[dict, st
             f"file:{path.resolve()}")
 
 
-def read_tuned_file(path: Path, protocol: str | None = None) -> dict:
+def read_tuned_file(path: Path, protocol: Protocol | str | None = None) -> dict:
     """The table of a tuned parameter file. Written by 'atrec tune', which may tune any data
     set it is given (a synthetic one, from Python): its configurations and hyperparameters are
     checked (:func:`check_table`), its dataset names are not."""
@@ -158,7 +158,7 @@ def read_tuned_file(path: Path, protocol: str | None = None) -> dict:
 
 
 def check_table(table: dict, where: str, datasets: bool = True,
-                protocol: str | None = None) -> dict:
+                protocol: Protocol | str | None = None) -> dict:
     """``table`` (a user's parameter file) when every key in it is known; else one-line
     :class:`AtrecError` naming the key, where it is and the keys allowed there.
 
@@ -196,7 +196,7 @@ def check_table(table: dict, where: str, datasets: bool = True,
 
 
 def lookup(table: dict, dataset: str, key: str, source_label: str,
-           method: str = DEFAULT_METHOD, protocol: str | None = None,
+           method: str = DEFAULT_METHOD, protocol: Protocol | str | None = None,
            base: bool = False) -> HyperParams:
     """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table (under the key, or
     a name its method had: :func:`entry_key`), validated against ``method``'s hyperparameters
@@ -222,7 +222,7 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
 
 
 def check_entry(entry: dict, dataset: str, key: str, where: str, method: str,
-                protocol: str | None = None) -> dict:
+                protocol: Protocol | str | None = None) -> dict:
     """The parameters of one entry validated by ``method`` (names, types, ranges), without what
     'atrec tune' records beside them; a bad one is one line naming the entry and the file."""
     values = {k: v for k, v in entry.items() if k not in ENTRY_METADATA}

@@ -40,7 +40,7 @@ def protocol_names() -> tuple[str, ...]:
     return PROTOCOLS.names()
 
 
-def results_root(protocol: str | None = None, root: Path | None = None) -> Path:
+def results_root(protocol: Protocol | str | None = None, root: Path | None = None) -> Path:
     """The results folder of ``protocol``'s records (:meth:`Protocol.results_root`)."""
     return get_protocol(protocol).results_root(root)
 
