@@ -25,6 +25,14 @@ TABLE_DATASETS = ("yahoo", "coat")  # the datasets of Table 1, in the paper's ro
 DEFAULT_METHOD = "mf-ips"
 # The default protocol (atrec.protocols): the paper's; its records keep their folders.
 DEFAULT_PROTOCOL = "saito2020"
+# The named parameter sets (atrec.params.sets says what each holds; a protocol's
+# param_sets names those that exist under it).
+PUBLISHED = "published"
+TUNED = "tuned"       # yours: what 'atrec tune' writes
+# Shipped sets beside the authors' values: the baselines tuned by atrec's own protocol, and the
+# values other methods' authors published under theirs (each method's reference_params).
+TUNED_ATREC = "tuned-atrec"
+REFERENCE = "reference"
 # The propensity slot of a method that weights nothing (it runs once, with weights 1).
 NO_PROPENSITY = "none"
 

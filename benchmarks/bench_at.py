@@ -40,7 +40,7 @@ def _coat():
 def run_case(case: str) -> None:
     from atrec.experiments.inputs import stack_inputs
     from atrec.learners import at
-    from atrec.results.params import HyperParams, get_params
+    from atrec.params.lookup import HyperParams, get_params
 
     kind, n_seeds = case.split(":")
     seeds = list(range(int(n_seeds)))

@@ -62,8 +62,8 @@ def run_case(case: str) -> None:
     from atrec.methods.registry import get_method
     from atrec.methods.tri_training import fit_with_at
     from atrec.names import NO_PROPENSITY
-    from atrec.protocol import ATSettings, TrainSettings
-    from atrec.results.params import HyperParams, get_params
+    from atrec.run_settings import ATSettings, TrainSettings
+    from atrec.params.lookup import HyperParams, get_params
 
     kind, name = case.split(":")
     with_at = kind == "coat-at"

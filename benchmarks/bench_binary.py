@@ -76,7 +76,7 @@ def _mf_at_dim(folder: Path, dataset: str, method: str) -> tuple[Path, int] | No
     import yaml
 
     from atrec.names import NO_PROPENSITY
-    from atrec.results.params import REFERENCE, get_params
+    from atrec.params.lookup import REFERENCE, get_params
 
     if method == "mf":
         return None

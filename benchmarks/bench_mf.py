@@ -52,7 +52,7 @@ def _case_data(case: str, seeds: list[int]):
     """``(kind, params, inputs, settings, init, batch positions)`` of ``case`` for ``seeds``."""
     from atrec.experiments.inputs import stack_inputs
     from atrec.learners import mf
-    from atrec.results.params import HyperParams, get_params
+    from atrec.params.lookup import HyperParams, get_params
 
     kind, arg = case.split(":")
     if kind == "coat":
@@ -81,8 +81,8 @@ def run_tool_case(case: str) -> None:
     import_s = time.perf_counter() - start
 
     from atrec.experiments.driver import run_config
-    from atrec.experiments.runner import RunSpec
-    from atrec.results.params import HyperParams
+    from atrec.experiments.spec import RunSpec
+    from atrec.params.lookup import HyperParams
 
     data = yahoo_size_data()
     spec = RunSpec("yahoo-size", "item", False, HyperParams(int(case.split(":")[1]), 3e-5),

@@ -33,7 +33,7 @@ DATA = ("coat", "ml-100k")
 def observed(name: str):
     from atrec.data.splits import make_split
     from atrec.propensity.solvers import default_radius, observation_matrix
-    from atrec.protocol import TUNING_SEED
+    from atrec.run_settings import TUNING_SEED
 
     split = make_split(shared_dataset(name), TUNING_SEED)
     y = observation_matrix(split.num_users, split.num_items, split.train.user, split.train.item)

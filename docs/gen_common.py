@@ -19,7 +19,7 @@ import yaml
 
 from atrec.methods.base import EPSILON, Method
 from atrec.registry import BUILT_IN
-from atrec.results.params import ENTRY_METADATA
+from atrec.params.lookup import ENTRY_METADATA
 
 _ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc):`([^`]+)`")
 

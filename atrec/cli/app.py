@@ -22,8 +22,8 @@ from atrec.propensity.registry import (
     propensity_names,
     table1_propensities,
 )
-from atrec.protocols import PROTOCOLS, get_protocol
-from atrec.results.params import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
+from atrec.protocols import PROTOCOLS, Protocol, get_protocol
+from atrec.params.lookup import DEFAULT_PARAMS, NAMED_SETS, SET_HELP
 from atrec.runtime import gcfreeze
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
@@ -185,7 +185,7 @@ def expand_propensities(values) -> list[str]:
 
 
 def params_help() -> str:
-    """``--params``'s help, one phrase per named set of :data:`atrec.results.params.NAMED_SETS`
+    """``--params``'s help, one phrase per named set of :data:`atrec.params.lookup.NAMED_SETS`
     (so a new set is listed once it is named there)."""
     sets = "; ".join(f"{name} ({SET_HELP[name]})" for name in NAMED_SETS)
     defaults = "; ".join(
@@ -209,10 +209,11 @@ def check_protocol(name: str) -> str:
     return PROTOCOLS.entry(name.strip().lower()).name
 
 
-def protocol_root(name: str):
-    """The results folder ``--protocol`` reads: ``None`` (the default) for saito2020."""
-    protocol = get_protocol(check_protocol(name))
-    return None if protocol.is_default else protocol.results_root()
+def protocol_root(name):
+    """The results folder ``--protocol`` (a name or a resolved protocol) reads: ``None`` (the
+    results folder itself) for a protocol with ``legacy_names`` (saito2020)."""
+    protocol = name if isinstance(name, Protocol) else get_protocol(check_protocol(name))
+    return None if protocol.legacy_names else protocol.results_root()
 
 
 def selection_options(func, params: bool = True):

@@ -13,7 +13,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.seeds import parse_seeds
 from atrec.limits import MAX_SEEDS, MAX_STEPS, MAX_TRIALS
 from atrec.paths import require_writable
-from atrec.protocol import PAPER_TRIALS
+from atrec.run_settings import PAPER_TRIALS
 from atrec.reporting.tables import render
 from atrec.workflows.pipeline import reproduce
 from atrec.workflows.variance import (

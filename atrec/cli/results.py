@@ -34,12 +34,7 @@ from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.truth_alpha import alpha_report
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
-from atrec.results.params import DEFAULT_PARAMS
-
-
-def _protocol_sets(protocol: str) -> str:
-    """The benchmark's parameter sets under another protocol: its own, in its order."""
-    return ",".join(get_protocol(protocol.strip().lower()).param_sets)
+from atrec.params.lookup import DEFAULT_PARAMS
 
 
 @main.command("report")
@@ -94,8 +89,9 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
     Results are read from <results>/runs (./results or $ATREC_RESULTS_DIR); notices and the
     paths of the figures written go to standard error.
     """
+    chosen = get_protocol(check_protocol(protocol))   # resolved once for the command
     if table is None:     # the protocol's own table: the paper's Table 1 exists for saito2020
-        table = "paper" if get_protocol(check_protocol(protocol)).is_default else "benchmark"
+        table = "paper" if chosen.shared_sets else "benchmark"
     if table == "protocol-gap":
         if figures:
             require_writable("results")
@@ -112,20 +108,20 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
         echo_notes(out.notices)
         echo_notes(out.figures, prefix="wrote")
         return
-    root = protocol_root(protocol)
-    expected_seeds = expected_seeds or get_protocol(protocol.strip().lower()).seeds
+    root = protocol_root(chosen)
+    expected_seeds = expected_seeds or chosen.seeds
     if root is not None and table == "paper":
         raise AtrecError(f"--table paper is the paper's Table 1 (protocol saito2020): use "
                          f"'atrec report --protocol {protocol} --table benchmark'")
     if figures and table == "paper":
         require_writable("results")  # checked before the tables are computed, not at the end
     if table == "benchmark":
-        default = DEFAULT_PARAMS if root is None else _protocol_sets(protocol)
+        default = chosen.default_params
         out = benchmark_report(root=root, datasets=table_datasets(datasets),
                                params=params or default, fmt=fmt,
                                std=std, ndcg=ndcg or "both", expected_seeds=expected_seeds,
-                               methods=expand_methods(methods, protocol.strip().lower()) if methods else None,
-                               protocol=None if root is None else protocol.strip().lower())
+                               methods=expand_methods(methods, chosen) if methods else None,
+                               protocol=None if root is None else chosen.name)
         click.echo(out.text)
         echo_notes(out.notices)
         return
@@ -167,12 +163,13 @@ def check_command(datasets, fmt, params, methods, allow_missing, expected_seeds,
     4 otherwise (tolerances and gating claims: see 'atrec.reporting.check'); 3 when there are
     no results to check.
     """
-    if protocol_root(protocol) is not None:
+    chosen = get_protocol(check_protocol(protocol))   # resolved once for the command
+    if protocol_root(chosen) is not None:
         raise AtrecError(f"protocol '{protocol}' has no published table to check against (the "
                          f"check holds saito2020's Table 1): use 'atrec report --protocol "
                          f"{protocol} --table benchmark'")
     result = check(None, table_datasets(datasets), params, allow_missing=allow_missing,
-                   expected_seeds=expected_seeds or get_protocol(protocol).seeds, method=one_method(methods))
+                   expected_seeds=expected_seeds or chosen.seeds, method=one_method(methods))
     click.echo(render_check(result, fmt))
     echo_notes(result.notices)
     if not result.passed:

@@ -30,10 +30,10 @@ from atrec.experiments.training import outcome_rows as train_rows
 from atrec.limits import MAX_TRIALS
 from atrec.names import expand
 from atrec.paths import require_writable
-from atrec.protocol import AUTHORS_BATCH_SEED, TUNING_BUDGET
+from atrec.run_settings import AUTHORS_BATCH_SEED, TUNING_BUDGET
 from atrec.protocols import get_protocol
 from atrec.reporting.tables import render
-from atrec.results.params import default_params, tuned_params_path
+from atrec.params.lookup import tuned_params_path
 from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
 from atrec.tuning.configs import check_start
@@ -51,9 +51,9 @@ def _train_request(datasets, methods, propensities, with_at, without_at, seeds, 
         datasets=expand(datasets, chosen.datasets, "dataset"),
         propensities=expand_propensities(propensities),
         at_options=ats, seeds=parse_seeds(seeds),
-        params=params or default_params(chosen.name), force=force,
+        params=params or chosen.default_params, force=force,
         batch_seed=None if batch_seed == "per-seed" else AUTHORS_BATCH_SEED, loss=loss,
-        download=download, methods=names, protocol=chosen.name)
+        download=download, methods=names, protocol=chosen)
 
 
 def _train_and_print(request, fmt: str, quiet: bool, scheduler: str | None) -> None:
@@ -128,17 +128,17 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at
     """
-    protocol = check_protocol(protocol)
-    names = expand_methods(methods, protocol)
+    chosen = get_protocol(check_protocol(protocol))
+    protocol = chosen.name
+    names = expand_methods(methods, chosen)
     ats = at_options(with_at, without_at)
-    propensity_notice(names, protocol)
-    at_notice(names, ats, protocol)
+    propensity_notice(names, chosen)
+    at_notice(names, ats, chosen)
     request = TuneRequest(
         datasets=tuple(expand(datasets, get_protocol(protocol).datasets, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
         at_options=tuple(ats), trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(names), protocol=protocol, start=check_start(start, protocol))
-    chosen = get_protocol(protocol)
+        methods=tuple(names), protocol=chosen, start=check_start(start, chosen))
     if not chosen.has_validation and not quiet:
         echo_notes([f"protocol '{protocol}' has no validation split: each trial's objective "
                     f"is its last epoch's training loss, so the values fit the "
@@ -163,4 +163,4 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
                          exit_code=1)
     if not quiet:
         echo_notes([f"best parameters merged into {path} (use --params tuned"
-                    f"{'' if chosen.is_default else ' --protocol ' + protocol})"])
+                    f"{chosen.flag})"])

@@ -39,7 +39,8 @@ from atrec.names import (  # noqa: F401
     TRACE_NAMES,
 )
 from atrec.propensity.registry import propensity_order
-from atrec.results.params import NAMED_SETS, PUBLISHED
+from atrec.protocols import protocol_flag
+from atrec.params.lookup import NAMED_SETS, PUBLISHED
 from atrec.results.records import iter_records, params_label, record_label
 
 TRACE_KEYS = TRACE_NAMES   # the AT traces a summary stacks (atrec.names)
@@ -49,7 +50,7 @@ EXPECTED_SEEDS = 20
 def resolve_params_label(params: str) -> str:
     """The folder label of a ``--params`` value: ``published``, ``tuned``, or a file's label.
 
-    A file path is labelled as :func:`atrec.results.params.load_param_table` labels it when training
+    A file path is labelled as :func:`atrec.params.lookup.load_param_table` labels it when training
     (``file:<absolute path>`` hashed by :func:`atrec.results.records.params_label`); an already formed
     ``file-<hash>`` label is returned unchanged. A protocol variant suffix (``published+ips``,
     ``tuned+per-seed``, see :func:`atrec.results.records.variant_suffix`) is kept.
@@ -227,8 +228,7 @@ def _train_again(record: dict) -> str:
     """``'atrec train'`` with the ``--protocol`` the record was made under, if not the default."""
     block = record.get("protocol")
     name = block.get("name") if isinstance(block, dict) else None
-    return ("'atrec train'" if name in (None, DEFAULT_PROTOCOL)
-            else f"'atrec train --protocol {name}'")
+    return f"'atrec train{protocol_flag(name)}'"
 
 
 def _check_record(record: dict) -> None:

@@ -1,8 +1,8 @@
 """Train the run grid on a Dask cluster: ``atrec train/run/reproduce --scheduler ADDRESS``.
 
 The unit of work is one group of seeds of one configuration, exactly as a local run groups them
-(:func:`atrec.experiments.runner.plan_config`, on this machine) and computed by the same function
-(:func:`atrec.experiments.runner.compute_group`, on a worker), so the numbers are those of a local
+(:func:`atrec.experiments.groups.plan_config`, on this machine) and computed by the same function
+(:func:`atrec.experiments.fitting.compute_group`, on a worker), so the numbers are those of a local
 run. This process (the client) plans, sends the dataset to the workers once per dataset, and
 writes every record as its group comes back (the same atomic writes as a local run): workers need
 atrec and Dask, but neither the data folder nor the results folder. Seeds that already have a
@@ -33,7 +33,8 @@ from atrec.experiments.driver import POLL_S, by_family
 from atrec.experiments.locks import Holder
 from atrec.experiments.plan import TrainRequest, plan_request
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.runner import ConfigOutcome, ConfigPlan, compute_group
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.groups import ConfigOutcome, ConfigPlan
 from atrec.results.records import provenance
 from atrec.runtime.tfquiet import LOG_LEVEL_ENV, QUIET_LOG_LEVEL
 

@@ -1,14 +1,14 @@
 """Train planned groups of seeds in this process, sharing the results folder with others.
 
 The loop behind ``atrec train``, ``atrec run`` and the variance experiment: every group of every
-plan (:class:`atrec.experiments.runner.ConfigPlan`) is claimed before it is trained, so a second
+plan (:class:`atrec.experiments.groups.ConfigPlan`) is claimed before it is trained, so a second
 process on the same results folder skips the groups the first one is training and turns to
 others; with nothing else left it waits for them and loads their records, or trains them itself
 when their owner went without saving them (:mod:`atrec.experiments.locks`). Ctrl-C stops the
 loop once the group in progress is saved (:mod:`atrec.experiments.interrupt`), and every claim
 still held is given back on the way out, however the loop ends.
 
-Groups are trained family by family (:func:`atrec.experiments.runner.loop_family`: the
+Groups are trained family by family (:func:`atrec.experiments.fitting.loop_family`: the
 configurations that share compiled loops, such as Yahoo's five AT configurations at dim 40),
 and once a family has nothing left its loops are released
 (:func:`atrec.runtime.compiled.retire`): a run then compiles each loop once and holds one
@@ -26,14 +26,9 @@ from atrec.data.ratings import RatingData
 from atrec.experiments import interrupt
 from atrec.experiments.locks import Holder
 from atrec.experiments.progress import StageProgress, seed_list
-from atrec.experiments.runner import (
-    ConfigOutcome,
-    ConfigPlan,
-    RunSpec,
-    compute_group,
-    loop_family,
-    plan_config,
-)
+from atrec.experiments.fitting import compute_group, loop_family
+from atrec.experiments.groups import ConfigOutcome, ConfigPlan, plan_config
+from atrec.experiments.spec import RunSpec
 from atrec.runtime import compiled
 
 POLL_S = 0.5   # how often a process waiting for another one's claimed seeds looks again
@@ -99,7 +94,7 @@ def train_plans(work, stage: StageProgress | None = None,
 def by_family(work) -> list[tuple]:
     """Every group of ``work`` as ``(data, plan, seeds, family)`` in
     :func:`~atrec.runtime.compiled.in_families` order of its
-    :func:`~atrec.experiments.runner.loop_family`."""
+    :func:`~atrec.experiments.fitting.loop_family`."""
     items = [(data, plan, seeds, loop_family(data, plan.spec))
              for data, ps in work for plan in ps for seeds in plan.groups]
     return compiled.in_families(items, lambda item: item[3])

@@ -1,7 +1,7 @@
 """The stacked inputs of a group of seeds: each seed's train/validation split and propensity
 weights, as ``[R, n]`` columns with the replica axis first, and the shared MCAR test set.
 
-What every fit of the experiment runner (:mod:`atrec.experiments.runner`), the tuning
+What every fit of the experiment runner (:mod:`atrec.experiments.fitting`), the tuning
 objective and the benchmarks start from.
 """
 

@@ -12,12 +12,13 @@ from atrec.data.catalogue import raw_present
 from atrec.data.download import download_from_env
 from atrec.data.preprocess import load_data
 from atrec.data.ratings import RatingData
-from atrec.experiments.runner import ConfigPlan, RunSpec, plan_config
+from atrec.experiments.groups import ConfigPlan, plan_config
+from atrec.experiments.spec import RunSpec
 from atrec.methods.registry import configurations
-from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
-from atrec.protocol import AUTHORS_BATCH_SEED
-from atrec.protocols import get_protocol
-from atrec.results.params import (
+from atrec.names import DEFAULT_METHOD, config_key
+from atrec.run_settings import AUTHORS_BATCH_SEED
+from atrec.protocols import Protocol, get_protocol
+from atrec.params.lookup import (
     DEFAULT_PARAMS,
     chain_lookup,
     chain_sets,
@@ -47,13 +48,17 @@ class TrainRequest:
     propensities: list[str]
     at_options: list[bool]
     seeds: list[int]
-    params: str = DEFAULT_PARAMS
+    params: str = DEFAULT_PARAMS   # saito2020's chain; the CLI gives its protocol's
     force: bool = False
     batch_seed: int | None = AUTHORS_BATCH_SEED
     loss: str = "snips"
     download: bool = False
     methods: list[str] = field(default_factory=lambda: [DEFAULT_METHOD])
-    protocol: str = DEFAULT_PROTOCOL
+    # resolved once (a name is resolved here): the object every step below reads
+    protocol: Protocol | str | None = None
+
+    def __post_init__(self) -> None:
+        self.protocol = get_protocol(self.protocol)
 
     def configurations(self, dataset: str | None = None) -> list[tuple[str, str, bool]]:
         """``(method, propensity, with_at)`` in training order (:func:`configurations`), for
@@ -71,8 +76,9 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
     chosen, missing = {}, []
     for d in request.datasets:
         for c in configs[d]:
-            if "," in str(request.params) and request.protocol == DEFAULT_PROTOCOL:
-                found = chain_lookup(chain_sets(request.params), d, c[1], c[2], c[0], tables)
+            if "," in str(request.params):   # a chain, under every protocol
+                found = chain_lookup(chain_sets(request.params), d, c[1], c[2], c[0], tables,
+                                     request.protocol)
                 if found is None:
                     missing.append((d, *c))    # every gap named at once, not the first alone
                     continue
@@ -81,9 +87,9 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
                 chosen[(d, c)] = get_params(request.params, d, c[1], c[2], c[0],
                                             request.protocol, tables)
     if missing:
-        raise missing_values_error(missing, chain_sets(request.params))
+        raise missing_values_error(missing, chain_sets(request.params), request.protocol)
     sets: dict = {}       # the sets params_budget reads, each loaded once
-    protocol = get_protocol(request.protocol)
+    protocol = request.protocol
     for dataset in request.datasets:
         if request.download:
             data = ensure_data(dataset, quiet=True)
@@ -97,9 +103,9 @@ def plan_request(request: TrainRequest, root=None) -> Iterator[tuple[RatingData,
             spec = RunSpec(
                 dataset, propensity, with_at, params, source, tuple(request.seeds),
                 protocol.train_settings(method, request.loss, request.batch_seed), at_settings,
-                method=method, protocol=protocol.name,
+                method=method, protocol=protocol,
                 params_budget=params_budget(source, dataset, config_key(propensity, with_at,
                                                                         method), sets,
-                                            protocol.name))
+                                            protocol))
             plans.append(plan_config(data, spec, root, force=request.force))
         yield data, plans

@@ -12,10 +12,9 @@ from atrec.experiments.distributed import train_on_dask
 from atrec.experiments.driver import train_plans
 from atrec.experiments.plan import TrainRequest, ensure_data, plan_request  # noqa: F401  (re-exported)
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.runner import ConfigOutcome, ConfigPlan
+from atrec.experiments.groups import ConfigOutcome, ConfigPlan
 from atrec.propensity.registry import propensity_label
-from atrec.protocols import get_protocol
-from atrec.results.params import params_budget
+from atrec.params.lookup import params_budget
 
 
 def train(request: TrainRequest, root=None, progress=None, scheduler: str | None = None,
@@ -62,7 +61,7 @@ def outcome_rows(outcomes: list[ConfigOutcome]) -> list[dict]:
                                                              spec.params_key, None,
                                                              spec.protocol),
                "seeds": len(outcome.records)}
-        for metric in get_protocol(spec.protocol).metrics:
+        for metric in spec.protocol.metrics:
             cell = summary.cell(spec.dataset, spec.propensity, spec.with_at, metric)
             row[metric] = f"{cell.mean:.4f} ± {cell.sd:.4f}" if cell and cell.n > 1 else (
                 f"{cell.mean:.4f}" if cell else "-")

@@ -61,7 +61,7 @@ from atrec.learners import layout, mf, pseudolabels
 from atrec.learners.base import MF, SALT_AT, Learner, StepContext  # noqa: F401  (MF: the default)
 from atrec.learners.base import initial_params as start
 from atrec.names import TRACE_NAMES
-from atrec.protocol import ATSettings  # noqa: F401  (the settings live in atrec.protocol)
+from atrec.run_settings import ATSettings  # noqa: F401  (the settings live in atrec.run_settings)
 from atrec.runtime import compiled, tf
 
 ROLES = ("A1", "A2", "A3")

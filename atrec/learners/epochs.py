@@ -34,11 +34,11 @@ import numpy as np
 
 from atrec.errors import AtrecError
 from atrec.learners.draws import EpochDraws, carries_labels
+from atrec.run_settings import MAX_EPOCHS
 from atrec.runtime import compiled, tf
 
 ADAM_BETAS = (0.9, 0.999)   # torch.optim.Adam's defaults
 ADAM_EPS = 1e-8
-MAX_EPOCHS = 1000           # the reference code's num_epoch
 REFERENCE_TOL = 1e-4
 REFERENCE_STOP = 5
 FIRST_LOSS = 1e9            # the reference code's initial last_loss

@@ -46,7 +46,7 @@ import numpy as np
 
 from atrec.learners.context import SALT_FIT, StepContext  # noqa: E402
 from atrec.learners.layout import STACK_BYTES, by_user, default_chunk, map_chunks  # noqa: E402, F401
-from atrec.protocol import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
+from atrec.run_settings import AUTHORS_BATCH_SEED, LOSSES, TrainSettings  # noqa: E402, F401
 from atrec.runtime import (
     compiled,  # noqa: E402
     tf,

@@ -18,7 +18,7 @@ import numpy as np
 
 from atrec.methods.hyperparameters import DIM, EPSILON, LAM, Hyperparameter
 from atrec.methods.options import Option, resolve_options, validate_options
-from atrec.protocol import TrainSettings
+from atrec.run_settings import TrainSettings
 
 __all__ = ["DIM", "EPSILON", "LAM", "FitProblem", "Hyperparameter", "Method", "MethodResult",
            "Option", "validate_method_class"]
@@ -214,7 +214,7 @@ class Method:
             The stacked inputs of ``R`` seeds.
         params : dict
             Hyperparameter name -> value, checked by :meth:`check_params`.
-        settings : atrec.protocol.TrainSettings
+        settings : atrec.run_settings.TrainSettings
             The protocol's schedule (steps, batch size, learning rate, loss, batch seed).
 
         Returns

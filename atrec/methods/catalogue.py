@@ -9,7 +9,7 @@ from atrec.methods.base import EPSILON
 from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.methods.registry import METHODS
 from atrec.propensity.registry import PROPENSITIES
-from atrec.protocol import TUNING_BUDGET
+from atrec.run_settings import TUNING_BUDGET
 
 
 def _method_rows(registry) -> list[dict]:

@@ -13,7 +13,7 @@ import numpy as np
 from atrec.learners import mf
 from atrec.learners.base import initial_params
 from atrec.methods.base import FitProblem, Method, MethodResult
-from atrec.protocol import TrainSettings
+from atrec.run_settings import TrainSettings
 
 
 def stream_seeds(batch_seed: int | None, seeds) -> np.ndarray:
@@ -52,7 +52,7 @@ class LearnerMethod(Method):
             The stacked inputs of ``R`` seeds.
         params : dict
             Hyperparameter name -> value (``dim`` and ``lam`` at least).
-        settings : atrec.protocol.TrainSettings
+        settings : atrec.run_settings.TrainSettings
             The protocol's schedule.
 
         Returns

@@ -9,7 +9,7 @@ from __future__ import annotations
 from atrec.learners import mf
 from atrec.learners.base import MF
 from atrec.methods.base import FitProblem, Method, MethodResult
-from atrec.protocol import TrainSettings
+from atrec.run_settings import TrainSettings
 
 
 class MFIPS(Method):

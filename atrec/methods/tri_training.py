@@ -13,7 +13,7 @@ from atrec.errors import AtrecError
 from atrec.learners import at
 from atrec.learners.base import MF
 from atrec.methods.base import FitProblem, Method, MethodResult
-from atrec.protocol import ATSettings
+from atrec.run_settings import ATSettings
 
 
 def fit_with_at(method: Method, problem: FitProblem, params: dict,

@@ -7,7 +7,8 @@ default; ``ijcai2022`` is Saito and Nomura's (docs/protocols.md, "ijcai2022"). I
 add protocols through the entry-point group ``atrec.protocols``.
 """
 
-from atrec.protocols.base import Protocol, Schedule
+from atrec.protocols.base import Protocol, Schedule, protocol_flag
 from atrec.protocols.registry import PROTOCOLS, get_protocol, protocol_names, results_root
 
-__all__ = ["PROTOCOLS", "Protocol", "Schedule", "get_protocol", "protocol_names", "results_root"]
+__all__ = ["PROTOCOLS", "Protocol", "Schedule", "get_protocol", "protocol_flag", "protocol_names",
+           "results_root"]

@@ -12,78 +12,50 @@ A protocol declares, as class attributes readable without TensorFlow:
   steps that do not move the predictor takes more loop steps for the same predictor steps);
 - ``ranking_part``: which part of the MCAR test set the ranking metrics rank (``test``: the
   evaluated slice; ``test_full``: the whole set);
-- ``param_sets``: the parameter sets that exist under it; ``reference_params`` the one it ships
-  (``dataset -> config key -> values``), if any;
+- ``param_sets``: the parameter sets that exist under it, in the order of its default chain;
+  ``reference_params`` the one it ships (``dataset -> config key -> values``), if any;
 
 and implements :meth:`Protocol.split`, the per-seed :class:`~atrec.data.splits.Split`.
 
-Records of the default protocol live under ``<results>``; those of any other protocol under
-``<results>/protocols/<name>`` (:meth:`Protocol.results_root`), so they never mix in a table.
+A request resolves its protocol once (:func:`atrec.protocols.get_protocol`) and hands the
+object down; the object owns the names made from it: where its records, studies and tuned values
+live (:meth:`Protocol.results_root`, :meth:`Protocol.tuned_params_path`), its studies' prefix
+(:meth:`Protocol.study_prefix`), the ``--protocol`` flag that repeats it in a command
+(:attr:`Protocol.flag`) and its default parameter chain (:attr:`Protocol.default_params`). A
+protocol equals its name, so a record's ``"saito2020"`` compares with it.
+
+Records of a protocol live under ``<results>/protocols/<name>``, so they never mix in a table;
+a protocol with ``legacy_names`` (``saito2020``, older than protocols) keeps the names it had
+before: its records under ``<results>``, its studies and tuned file unprefixed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
 from atrec.data.ratings import RatingData
 from atrec.data.splits import Split
-from atrec.names import DEFAULT_PROTOCOL, TABLE_DATASETS
+from atrec.names import DEFAULT_PROTOCOL, TABLE_DATASETS, TUNED
 from atrec.paths import results_dir
-from atrec.protocol import BIAS_INITS, ATSettings, TrainSettings
+from atrec.run_settings import (  # noqa: F401  (Schedule re-exported: its home is run_settings)
+    AUTHORS_BATCH_SEED,
+    SCHEDULE_KINDS,
+    ATSettings,
+    Schedule,
+    TrainSettings,
+)
 
 VIEWS = ("stars", "binary")   # 1-5 ratings as they are; labels y = 1{rating >= 3}
-SCHEDULE_KINDS = ("steps", "epochs")
 RANKING_PARTS = ("test", "test_full")
 PROTOCOLS_FOLDER = "protocols"
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """How a method trains under a protocol and the defaults it starts from.
-
-    ``kind``: ``steps`` (a fixed number of steps, the reported step the one of lowest
-    validation criterion, first on ties) or ``epochs`` (the binary protocols' epochs of
-    shuffled full batches, :mod:`atrec.learners.epochs`; ``steps`` is then the cap on epochs and
-    a method's parameters give its batch size and learning rate); ``steps``, ``batch_size`` (drawn with replacement),
-    ``learning_rate``, ``adam_epsilon`` (added to ``sqrt(v)`` as TensorFlow 1 does),
-    ``bias_init`` (:data:`atrec.protocol.BIAS_INITS`; tables are Glorot-uniform), ``l2``
-    (``whole-table``: ``lam * sum of l2`` over every row of every table, every step) and
-    ``batch_seed`` (NumPy's generator reset to it before every run).
-    """
-
-    kind: str = "steps"
-    steps: int = 500
-    batch_size: int = 1024
-    learning_rate: float = 0.01
-    adam_epsilon: float = 1e-8
-    bias_init: str = "normal"
-    l2: str = "whole-table"
-    batch_seed: int = 12345
-
-    def __post_init__(self) -> None:
-        if self.kind not in SCHEDULE_KINDS:
-            raise ValueError(f"unknown schedule kind '{self.kind}': choose from "
-                             f"{', '.join(SCHEDULE_KINDS)}")
-        if self.bias_init not in BIAS_INITS:
-            raise ValueError(f"unknown bias_init '{self.bias_init}': choose from "
-                             f"{', '.join(BIAS_INITS)}")
-        if self.l2 != "whole-table":
-            raise ValueError(f"unknown l2 form '{self.l2}': only 'whole-table' is implemented")
-        if self.adam_epsilon != 1e-8:
-            raise ValueError(f"adam_epsilon {self.adam_epsilon!r}: the compiled loops use "
-                             f"TensorFlow 1's 1e-8")
-        TrainSettings(steps=self.steps, batch_size=self.batch_size,
-                      learning_rate=self.learning_rate)  # the same checks as a run's
-
-    def describe(self) -> str:
-        """``2500 steps of 2048, lr 0.01, zero biases, Adam eps 1e-08, whole-table L2``."""
-        if self.kind == "epochs":
-            return (f"epochs of shuffled full batches (up to {self.steps}), PyTorch's Adam, "
-                    f"per-method batch size, learning rate and weight decay")
-        return (f"{self.steps} steps of {self.batch_size}, lr {self.learning_rate:g}, "
-                f"{self.bias_init} biases, Adam eps {self.adam_epsilon:g}, {self.l2} L2")
+def protocol_flag(name: str | None) -> str:
+    """`` --protocol <name>``: how a command line names the protocol ``name`` (a registered one
+    or a name a record holds); ``""`` for the command line's default, which needs no flag."""
+    return "" if name in (None, DEFAULT_PROTOCOL) else f" --protocol {name}"
 
 
 class Protocol:
@@ -113,6 +85,27 @@ class Protocol:
     # whether each seed's split holds a validation part: tuning's objective is the lowest
     # validation loss where it does, the last epoch's training loss where it does not
     has_validation: ClassVar[bool] = True
+    # records, studies and tuned values keep the names they had before protocols existed
+    # (saito2020): under the results folder itself, studies not prefixed with the name
+    legacy_names: ClassVar[bool] = False
+    # whether its named sets are atrec's shared ones (the paper's published file, atrec's tuned
+    # file, every method's reference values: saito2020) rather than its own (its
+    # reference_params, atrec/resources/<name>_tuned_params.yaml, its own tuned file)
+    shared_sets: ClassVar[bool] = False
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Protocol):
+            return other.name == self.name
+        return isinstance(other, str) and other == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<protocol {self.name}>"
 
     def split(self, data: RatingData, seed: int) -> Split:  # pragma: no cover - abstract
         """The split seed ``seed`` trains and is measured on."""
@@ -124,24 +117,52 @@ class Protocol:
 
     @property
     def is_default(self) -> bool:
+        """Whether ``--protocol`` may be left out for it (the command line's default)."""
         return self.name == DEFAULT_PROTOCOL
 
+    @property
+    def flag(self) -> str:
+        """`` --protocol <name>``, to repeat in a command line it names; ``""`` for the command
+        line's default."""
+        return protocol_flag(self.name)
+
+    @property
+    def default_params(self) -> str:
+        """The ``--params`` value read when none is given: its ``param_sets``, comma-separated,
+        each configuration taking its values from the first set that has them."""
+        return ",".join(self.param_sets)
+
+    @property
+    def start_params(self) -> str:
+        """The sets a new study's first trial comes from when ``atrec tune`` is given no
+        ``--params``: :attr:`default_params` without ``tuned``, the set a study writes."""
+        return ",".join(s for s in self.param_sets if s != TUNED)
+
     def results_root(self, root: Path | None = None) -> Path:
-        """Where this protocol's records, studies and tuned values live: ``root`` (default
-        the results folder) for the default protocol, ``root/protocols/<name>`` otherwise."""
+        """Where this protocol's records, studies and tuned values live: ``root/protocols/<name>``
+        (``root`` default the results folder), ``root`` itself with ``legacy_names``."""
         base = results_dir() if root is None else Path(root)
-        return base if self.is_default else base / PROTOCOLS_FOLDER / self.name
+        return base if self.legacy_names else base / PROTOCOLS_FOLDER / self.name
+
+    def tuned_params_path(self, root: Path | None = None) -> Path:
+        """Where ``atrec tune`` exports its best values and ``--params tuned`` reads them."""
+        return self.results_root(root) / "tuned_params.yaml"
+
+    def study_prefix(self, prefix: str) -> str:
+        """The prefix of its studies' names: ``prefix-<name>`` (``prefix`` with
+        ``legacy_names``), so studies of two protocols never share a name."""
+        return prefix if self.legacy_names else f"{prefix}-{self.name}"
 
     def train_settings(self, method: str, loss: str = "snips",
-                       batch_seed: int | None = 12345) -> TrainSettings:
-        """The :class:`~atrec.protocol.TrainSettings` of ``method`` under this protocol."""
+                       batch_seed: int | None = AUTHORS_BATCH_SEED) -> TrainSettings:
+        """The :class:`~atrec.run_settings.TrainSettings` of ``method`` under this protocol."""
         s = self.schedule
         settings = TrainSettings(steps=s.steps, batch_size=s.batch_size,
                                  learning_rate=s.learning_rate, loss=loss,
                                  batch_seed=batch_seed, bias_init=s.bias_init)
         return replace(settings, **self.method_steps.get(method, {}))
 
-    def at_settings(self, loss: str = "snips", batch_seed: int | None = 12345) -> ATSettings:
+    def at_settings(self, loss: str = "snips", batch_seed: int | None = AUTHORS_BATCH_SEED) -> ATSettings:
         """AT's settings under this protocol: the paper's schedule with this protocol's batch
         size, learning rate and bias initialisation."""
         s = self.schedule

@@ -29,7 +29,6 @@ with :data:`PATIENCE` epochs of patience, the best epoch's parameters kept, at m
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -42,12 +41,17 @@ from atrec.data.splits import (
     Split,
     shuffle_cut,
 )
-from atrec.protocols.base import Protocol, Schedule
+from atrec.protocols.base import Protocol
+from atrec.run_settings import (  # noqa: F401  (EpochSettings, form_value re-exported)
+    MAX_EPOCHS,
+    PATIENCE,
+    EpochSettings,
+    Schedule,
+    form_value,
+)
 
 POSITIVE_FROM = 3          # y = 1 for a rating >= 3 (both train and test)
 LEAK_FRACTION = 0.05       # the MCAR slice the leaking methods read
-PATIENCE = 5               # binary-clean: epochs without a better validation criterion
-MAX_EPOCHS = 1000          # the reference code's num_epoch, binary-clean's cap too
 SHUFFLE_SALT = 2020        # keys the seeded stand-in for Yahoo's unseeded training shuffle
 ONE_BASED = ("yahoo",)     # datasets whose reference code indexes by the file's 1-based ids
 
@@ -58,38 +62,9 @@ BINARY_REFERENCE_METRICS = ("mae", "mse", "logloss", "auc", "auc_user", "ndcg5_r
 BINARY_CLEAN_METRICS = BINARY_REFERENCE_METRICS + ("ndcg5", "recall5", "precision5_std", "f1_5")
 
 
-def form_value(forms: str) -> str:
-    """A record's ``forms`` setting in today's words: ``reference`` (older records) is
-    ``coded``."""
-    return "coded" if forms == "reference" else forms
-
-
 def binarise(ratings: Ratings) -> Ratings:
     """The same pairs with labels ``1`` (rating >= 3) or ``0``, int8."""
     return Ratings(ratings.user, ratings.item, (ratings.rating >= POSITIVE_FROM).astype(np.int8))
-
-
-@dataclass(frozen=True)
-class EpochSettings:
-    """How a binary method trains under a protocol: ``stopping`` (``reference``: the code's rule
-    on the training loss, last epoch evaluated; ``validation``: early stopping on the validation
-    criterion with ``patience``), ``max_epochs``, and ``forms`` (``coded``: each method as
-    its code computes it; ``corrected``: the corrected forms): the default of a method's
-    ``form`` option, and in a record the form that ran. Records made before the option say
-    ``reference`` for ``coded`` (:func:`form_value`)."""
-
-    stopping: str = "reference"
-    patience: int = PATIENCE
-    max_epochs: int = MAX_EPOCHS
-    forms: str = "coded"
-
-    def __post_init__(self) -> None:
-        if self.forms not in ("coded", "corrected", "reference"):
-            raise ValueError(f"forms must be coded or corrected, got {self.forms!r}")
-        object.__setattr__(self, "forms", form_value(self.forms))
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 class _Binary(Protocol):

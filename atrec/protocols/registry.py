@@ -30,9 +30,12 @@ def _builtins() -> None:
 PROTOCOLS.builtins(_builtins)
 
 
-def get_protocol(name: str | None = None) -> Protocol:
+def get_protocol(name: Protocol | str | None = None) -> Protocol:
     """An instance of the protocol called ``name`` (default: :data:`DEFAULT_PROTOCOL`); an
-    unknown name is a one-line AtrecError listing the registered ones."""
+    unknown name is a one-line AtrecError listing the registered ones. A request resolves its
+    protocol once; an already resolved one is returned as it is."""
+    if isinstance(name, Protocol):
+        return name
     return PROTOCOLS.get(name or DEFAULT_PROTOCOL)()
 
 
@@ -40,7 +43,7 @@ def protocol_names() -> tuple[str, ...]:
     return PROTOCOLS.names()
 
 
-def results_root(protocol: str | None = None, root: Path | None = None) -> Path:
+def results_root(protocol: Protocol | str | None = None, root: Path | None = None) -> Path:
     """The results folder of ``protocol``'s records (:meth:`Protocol.results_root`)."""
     return get_protocol(protocol).results_root(root)
 

@@ -32,6 +32,8 @@ class Saito2020(Protocol):
     param_sets = ("published", "tuned-atrec", "reference", "tuned")
     split_description = ("90/10 train/validation shuffled per seed; MCAR 5%/95% cut once "
                          "(seed 12345); nDCG on the whole MCAR set")
+    legacy_names = True   # its records, studies and tuned file keep their names
+    shared_sets = True    # published, tuned-atrec, reference: atrec's shared sets
 
     def split(self, data: RatingData, seed: int) -> Split:
         return make_split(data, seed)

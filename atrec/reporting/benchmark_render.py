@@ -16,7 +16,7 @@ from atrec.evaluation.fits import FAILED_MARK
 from atrec.evaluation.summary import EXPECTED_SEEDS
 from atrec.names import NO_PROPENSITY
 from atrec.propensity.registry import propensity_label
-from atrec.protocol import TUNING_BUDGET
+from atrec.run_settings import TUNING_BUDGET
 from atrec.reporting.benchmark import (
     AT_OPTIONS,
     BASELINE,
@@ -47,7 +47,7 @@ from atrec.reporting.nuisance import FLAG_MARK
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.table1 import cell_text, seeds_text
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import PUBLISHED
+from atrec.params.lookup import PUBLISHED
 
 
 def _text_label(text: str, mcar: bool, fmt: str) -> str:

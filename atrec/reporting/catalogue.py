@@ -22,7 +22,7 @@ from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.methods.options import parse_method
 from atrec.methods.registry import METHODS, aliases_for, resolve
 from atrec.propensity.registry import PROPENSITIES
-from atrec.protocol import TUNING_BUDGET
+from atrec.run_settings import TUNING_BUDGET
 from atrec.protocols import PROTOCOLS
 
 WIDTH = 100          # the widest line the summary and the details print

@@ -55,7 +55,7 @@ from atrec.reporting.common import DATASET_LABELS, METRIC_LABELS, json_safe, sig
 from atrec.reporting.report import table_summary
 from atrec.reporting.table1 import paper_table
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import DEFAULT_PARAMS
+from atrec.params.lookup import DEFAULT_PARAMS
 
 EXIT_FAILED = 4
 EXIT_MISSING = 3    # no results to check (atrec.errors: data missing)

@@ -36,6 +36,7 @@ from atrec.fileio import atomic_write, atomic_write_text
 from atrec.methods.registry import base_method, canonical
 from atrec.names import DEFAULT_PROTOCOL, METRICS
 from atrec.paths import require_parent, results_dir
+from atrec.protocols import protocol_flag
 from atrec.protocols.registry import PROTOCOLS, get_protocol, record_protocol
 from atrec.results.records import iter_records, params_label
 
@@ -268,5 +269,5 @@ def _empty_message(root, datasets, methods, params, protocol=None) -> str:
                     f"{', '.join(sorted({r['dataset'] for r in present}))}; methods "
                     f"{', '.join(sorted({r['method'] for r in present}))}; params "
                     f"{', '.join(sorted({r['params'] for r in present}))})")
-    flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
+    flag = protocol_flag(protocol)
     return f"no result records{scope} under {where}{hint}: run 'atrec train{flag}' first"

@@ -68,7 +68,7 @@ from atrec.reporting.intervals import boot_metrics, interval_rows, row_intervals
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import REFERENCE
+from atrec.params.lookup import REFERENCE
 
 REFERENCE_PROTOCOL = BinaryICDE24.name
 CLEAN_PROTOCOL = BinaryClean.name

@@ -27,9 +27,10 @@ from atrec.data.preprocess import load_processed
 from atrec.errors import AtrecError
 from atrec.evaluation.significance import significance_table
 from atrec.evaluation.summary import EXPECTED_SEEDS, Summary, load_summary
-from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, TABLE_DATASETS
+from atrec.names import DEFAULT_METHOD, TABLE_DATASETS
 from atrec.paths import results_dir
 from atrec.propensity.registry import propensity_label
+from atrec.protocols import protocol_flag
 from atrec.reporting.claims import Claim, claims_text, evaluate_claims
 from atrec.reporting.common import (
     DATASET_LABELS,
@@ -46,7 +47,7 @@ from atrec.reporting.header import report_header
 from atrec.reporting.latex import latex_escape
 from atrec.reporting.table1 import table1_legend, table1_rows
 from atrec.reporting.tables import FORMATS, render
-from atrec.results.params import PUBLISHED
+from atrec.params.lookup import PUBLISHED
 from atrec.results.records import iter_records, record_label
 
 
@@ -107,7 +108,7 @@ def no_results_error(summary: Summary, root: Path | None, exit_code: int,
     hint = f" (there are results for --params {', '.join(others)})" if others else ""
     scope = ", ".join(summary.datasets) if summary.datasets else "any dataset"
     method = "" if summary.method == DEFAULT_METHOD else f" and method '{summary.method}'"
-    flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
+    flag = protocol_flag(protocol)
     train = ("'atrec train' (or 'make reproduce')" if not method and not flag else
              f"'atrec train{flag}{' --method ' + summary.method if method else ''}'")
     return AtrecError(f"no results for {scope} with params '{summary.params}'{method} under "

@@ -1,2 +1,2 @@
-"""What a run leaves behind and what it starts from: the per-run record store
-(:mod:`.records`) and the named parameter sets (:mod:`.params`)."""
+"""What a run leaves behind: the per-run record store (:mod:`.records`). What it starts from,
+the parameter sets, is :mod:`atrec.params`."""

@@ -38,7 +38,7 @@ from atrec.methods.registry import AT_SUFFIX, base_method
 from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
 from atrec.protocols import get_protocol
 from atrec.paths import results_dir
-from atrec.protocol import variant_suffix  # noqa: F401  (re-exported for record readers)
+from atrec.run_settings import variant_suffix  # noqa: F401  (re-exported for record readers)
 
 SCHEMA = 1
 PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click", "scipy")
@@ -47,7 +47,7 @@ PACKAGES = ("numpy", "pandas", "tensorflow-cpu", "tensorflow", "optuna", "click"
 def params_label(source_label: str) -> str:
     """Folder name for a parameter set: ``published``, ``default`` (the ML-100K default set of
     :mod:`atrec.workflows.variance`), ``tuned-atrec``, ``reference``, ``tuned`` or
-    ``file-<hash>`` (the named sets of :mod:`atrec.results.params`)."""
+    ``file-<hash>`` (the named sets of :mod:`atrec.params.lookup`)."""
     if source_label in ("published", "default", "tuned-atrec", "reference"):
         return source_label
     if source_label == "tuned" or source_label.startswith("tuned:"):

@@ -24,7 +24,7 @@ import numpy as np
 from atrec.data.ratings import RatingData
 from atrec.experiments.driver import run_config
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.runner import RunSpec
+from atrec.experiments.spec import RunSpec
 from atrec.learners import layout
 from atrec.learners.base import Learner
 from atrec.methods.base import FitProblem, Method, MethodResult, validate_method_class
@@ -33,8 +33,8 @@ from atrec.methods.options import case_id, method_key, option_cases, resolve_opt
 from atrec.methods.registry import METHODS, record_method
 from atrec.methods.tri_training import fit_with_at
 from atrec.names import NO_PROPENSITY
-from atrec.protocol import ATSettings, TrainSettings
-from atrec.results.params import HyperParams
+from atrec.run_settings import ATSettings, TrainSettings
+from atrec.params.lookup import HyperParams
 from atrec.results.records import SCHEMA, load_record, record_path
 from atrec.testing.binary import check_binary_method
 from atrec.testing.data import check_declarations, registered, run_checks, small_data
@@ -58,7 +58,7 @@ def propensity_for(cls: type[Method]) -> str:
 
 
 def fit_problem(data: RatingData, cls: type[Method], seeds) -> FitProblem:
-    """The problem the runner builds for ``seeds`` (``atrec.experiments.runner._fit``)."""
+    """The problem the runner builds for ``seeds`` (``atrec.experiments.fitting._fit``)."""
     inputs = stack_inputs(data, propensity_for(cls), list(seeds))
     full = inputs.splits[0].test_full
     return FitProblem(data.num_users, data.num_items, tuple(seeds), inputs.train, inputs.val,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from atrec.methods.base import EPSILON, Method
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 
 AT_EPSILON = 0.5  # wide enough that pseudo-labels pass on the small data
 MISSING = object()

@@ -1,6 +1,6 @@
 """Tuning the protocol's configurations: one study per (dataset, method, propensity, with/without
 AT), named ``<prefix>-<dataset>-<config key>`` (e.g. ``atrec-coat-item-at``). Objective:
-:func:`atrec.experiments.runner.validation_loss`, the lowest validation loss of one run on the
+:func:`atrec.experiments.fitting.validation_loss`, the lowest validation loss of one run on the
 seed-12345 split; search space: the method's (:class:`atrec.tuning.space.SearchSpace`).
 
 Compilation: the objective passes ``lam`` and ``epsilon`` to the compiled loops as values, so a
@@ -17,21 +17,19 @@ from pathlib import Path
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
 from atrec.evaluation.fits import CONSTANT_LOSS, CONSTANT_TOLERANCE, at_constant
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.methods.registry import configurations
-from atrec.names import DEFAULT_METHOD, DEFAULT_PROTOCOL, config_key
-from atrec.protocol import SAMPLER_SEED, settings_dict
-from atrec.protocols import get_protocol
-from atrec.results.params import (
+from atrec.names import DEFAULT_METHOD, config_key
+from atrec.run_settings import SAMPLER_SEED, TUNING_SEED, settings_dict
+from atrec.protocols import Protocol, get_protocol
+from atrec.params.lookup import (
     NAMED_SETS,
     REFERENCE,
     HyperParams,
     chain_lookup,
     chain_sets,
     load_param_table,
-    protocol_chain_lookup,
     start_params,
-    tuned_params_path,
 )
 from atrec.runtime import compiled
 from atrec.tuning.export import export_best
@@ -50,8 +48,8 @@ from atrec.tuning.study import (
 # The sets a study's first trial is taken from, in order (``atrec tune --params``), under the
 # default protocol: the chain train reads without ``tuned``, the set a study writes, so a new
 # study never depends on what an earlier one left in the results folder. Under another protocol
-# the same rule over its own sets (:func:`atrec.results.params.start_params`).
-START_PARAMS = start_params(DEFAULT_PROTOCOL)
+# the same rule over its own sets (:func:`atrec.params.lookup.start_params`).
+START_PARAMS = start_params()
 START_SETS = tuple(chain_sets(START_PARAMS))
 NO_START = "none"    # --params none: the sampler alone (the tuning of Table 1)
 
@@ -65,7 +63,7 @@ def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
 
 def make_objective(data, propensity: str, with_at: bool, settings=None,
                    at_settings=None, method: str = DEFAULT_METHOD,
-                   protocol: str = DEFAULT_PROTOCOL) -> Objective:
+                   protocol: Protocol | str | None = None) -> Objective:
     """The protocol's objective for one configuration: ``params -> validation_loss(...)``."""
     def objective(params: HyperParams) -> float:
         return validation_loss(data, propensity, with_at, params, settings=settings,
@@ -92,7 +90,7 @@ class TuneRequest:
     at_settings: object = None
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     methods: tuple[str, ...] = (DEFAULT_METHOD,)
-    protocol: str = DEFAULT_PROTOCOL
+    protocol: Protocol | str | None = None   # resolved once, here: a name is looked up
     start: str | None = START_PARAMS   # the sets of the first trial (chain_start); None: none
 
     def __post_init__(self) -> None:
@@ -101,16 +99,17 @@ class TuneRequest:
         prefix = self.study_prefix
         if not prefix or any(c.isspace() for c in prefix):
             raise AtrecError(f"--study-prefix {prefix!r}: give a non-empty name without spaces")
+        object.__setattr__(self, "protocol", get_protocol(self.protocol))
         if self.storage is not None:
             resolve_url(self.storage)  # an unusable URL or missing driver: before any data loads
 
 
-OBJECTIVE_NOTE = "min validation loss, split seed 12345"
-TRAINING_OBJECTIVE_NOTE = ("last epoch's training loss, split seed 12345 (the protocol has no "
+OBJECTIVE_NOTE = f"min validation loss, split seed {TUNING_SEED}"
+TRAINING_OBJECTIVE_NOTE = (f"last epoch's training loss, split seed {TUNING_SEED} (the protocol has no "
                            "validation split)")
 
 
-def objective_note_for(protocol: str = DEFAULT_PROTOCOL) -> str:
+def objective_note_for(protocol: Protocol | str | None = None) -> str:
     """What a study under ``protocol`` minimises, in words (stored with the study): the lowest
     validation loss, or, under a protocol without a validation part (``binary-icde24``), the
     training loss of the last epoch, which is what that protocol evaluates."""
@@ -119,7 +118,7 @@ def objective_note_for(protocol: str = DEFAULT_PROTOCOL) -> str:
 
 def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
                 at_settings=None, objective: str = OBJECTIVE_NOTE,
-                method: str = DEFAULT_METHOD, protocol: str | None = None) -> dict:
+                method: str = DEFAULT_METHOD, protocol: Protocol | str | None = None) -> dict:
     """What a study measures (stored with it; see ``attrs`` of :func:`run_study`). MF-IPS's
     attributes name no method, as they did before methods were named, so its studies resume."""
     attrs = {"dataset": dataset, "propensity": propensity, "with_at": with_at,
@@ -132,9 +131,9 @@ def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, s
     return attrs
 
 
-def check_start(sets: str | None, protocol: str = DEFAULT_PROTOCOL) -> str | None:
+def check_start(sets: str | None, protocol: Protocol | str | None = None) -> str | None:
     """A ``--params`` value of ``atrec tune`` checked before any work: ``None`` for ``none``,
-    the protocol's default (:func:`atrec.results.params.start_params`) for ``None``, else the
+    the protocol's default (:func:`atrec.params.lookup.start_params`) for ``None``, else the
     sets, each a set that exists under ``protocol`` or an existing parameter file (one-line
     error naming it)."""
     if sets is None:
@@ -142,7 +141,7 @@ def check_start(sets: str | None, protocol: str = DEFAULT_PROTOCOL) -> str | Non
     if str(sets).strip().lower() == NO_START:
         return None
     proto = get_protocol(protocol)
-    allowed = NAMED_SETS if proto.is_default else proto.param_sets
+    allowed = NAMED_SETS if proto.shared_sets else proto.param_sets
     for name in chain_sets(sets):
         if name in allowed:
             continue
@@ -150,13 +149,13 @@ def check_start(sets: str | None, protocol: str = DEFAULT_PROTOCOL) -> str | Non
             raise AtrecError(f"parameter set '{name}' does not exist under protocol "
                              f"'{proto.name}': choose from {', '.join(allowed)}, give a "
                              f"parameter file, or 'none' (the sampler alone)")
-        load_param_table(name, proto.name)      # a file must exist and parse
+        load_param_table(name, proto)      # a file must exist and parse
     return sets
 
 
 def chain_start(dataset: str, propensity: str, with_at: bool, method: str = DEFAULT_METHOD,
                 sets: str | None = START_PARAMS,
-                protocol: str = DEFAULT_PROTOCOL) -> tuple[dict, str] | None:
+                protocol: Protocol | str | None = None) -> tuple[dict, str] | None:
     """The first trial of a study and the set it comes from: the values of the first set of
     ``sets`` (comma-separated; default the chain that train and run read under ``protocol``,
     less ``tuned``) that has this configuration under ``protocol``, so tuning is never worse
@@ -178,10 +177,7 @@ def chain_start(dataset: str, propensity: str, with_at: bool, method: str = DEFA
 
 
 def _lookup_start(chain, dataset, propensity, with_at, method, protocol):
-    if protocol == DEFAULT_PROTOCOL:
-        return chain_lookup(chain, dataset, propensity, with_at, method)
-    return protocol_chain_lookup(chain, dataset, config_key(propensity, with_at, method),
-                                 method, protocol)
+    return chain_lookup(chain, dataset, propensity, with_at, method, None, protocol)
 
 
 def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
@@ -191,7 +187,7 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                 progress: Callable[[Progress], None] | None = None,
                 export_path: Path | None = None, method: str = DEFAULT_METHOD,
                 notice: Callable[[str], None] | None = None,
-                protocol: str = DEFAULT_PROTOCOL,
+                protocol: Protocol | str | None = None,
                 start: str | None = START_PARAMS) -> StudyOutcome:
     """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
 
@@ -203,17 +199,18 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
     as in :func:`run_study` (what this worker waits for). A new study's first trial is
     :func:`chain_start`'s from the sets ``start`` names (default :data:`START_PARAMS`).
     """
+    protocol = get_protocol(protocol)
     if objective is None:
         objective = make_objective(data, propensity, with_at, settings, at_settings, method,
                                    protocol)
     objective_note = objective_note or objective_note_for(protocol)
     attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
                         objective_note, method, protocol)
-    if protocol != DEFAULT_PROTOCOL:
-        attrs["protocol"] = protocol
+    if not protocol.legacy_names:
+        attrs["protocol"] = protocol.name
     name = study_name(study_prefix, data.name, propensity, with_at, method)
     if start == START_PARAMS:      # the default: train's chain under this protocol
-        start = start_params(protocol)
+        start = protocol.start_params
     first = chain_start(data.name, propensity, with_at, method, start, protocol)
     outcome = run_study(name, objective, with_at, trials, storage, worker=worker, attrs=attrs,
                         progress=progress, space=SearchSpace.for_method(method, protocol),
@@ -256,22 +253,22 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
     loader = loader or load_data
     datasets = [loader(name) for name in request.datasets]  # a missing one fails before any work
     storage = open_storage(request.storage, request.worker)
-    proto = get_protocol(request.protocol)
-    # another protocol's studies and tuned values are named and filed apart from saito2020's
-    prefix = request.study_prefix if proto.is_default else f"{request.study_prefix}-{proto.name}"
-    if export_path is None and not proto.is_default:
-        export_path = tuned_params_path(proto.name)
+    proto = request.protocol
+    # each protocol's studies and tuned values are named and filed apart (Protocol.study_prefix)
+    prefix = proto.study_prefix(request.study_prefix)
+    if export_path is None and not proto.legacy_names:
+        export_path = proto.tuned_params_path()
     outcomes = []
     for data in datasets:
         family = None
         configs = configurations(request.methods, request.propensities, request.at_options,
-                                 data.name, proto.name)
+                                 data.name, proto)
         for method, propensity, with_at in compiled.in_families(configs, lambda c: (c[0], c[2])):
             if family is not None and (method, with_at) != family:
                 compiled.retire()      # the previous family's studies are done
             family = (method, with_at)
             settings, at_settings = request.settings, request.at_settings
-            if not proto.is_default:
+            if not proto.legacy_names:   # saito2020's studies keep the attributes they had
                 settings = settings or proto.train_settings(method)
                 at_settings = at_settings or proto.at_settings()
             outcomes.append(tune_config(
@@ -279,7 +276,7 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
                 settings=settings, at_settings=at_settings,
                 study_prefix=prefix, worker=request.worker,
                 progress=progress, export_path=export_path, method=method, notice=notice,
-                protocol=proto.name, start=request.start))
+                protocol=proto, start=request.start))
     return outcomes
 
 

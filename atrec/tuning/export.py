@@ -12,7 +12,8 @@ from atrec.errors import AtrecError
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.propensity.registry import propensity_label
-from atrec.results.params import REFERENCE, read_tuned_file, tuned_params_path
+from atrec.protocols import Protocol
+from atrec.params.lookup import REFERENCE, read_tuned_file, tuned_params_path
 from atrec.tuning.storage import file_lock
 from atrec.tuning.study import StudyOutcome
 
@@ -28,10 +29,10 @@ EXPORT_HEADER = """\
 
 
 def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
-                protocol: str | None = None) -> Path:
+                protocol: Protocol | str | None = None) -> Path:
     """Merge the best parameters of ``outcomes`` into the tuned parameter file; return its path.
 
-    The file (default :func:`atrec.results.params.tuned_params_path`) maps
+    The file (default :func:`atrec.params.lookup.tuned_params_path`) maps
     ``dataset -> config key -> {dim, lam[, epsilon], study, trials, best_value, best_trial,
     storage, updated}``.
     Concurrent exports are serialised by an ``flock`` on ``<file>.lock`` and each writes the

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from atrec.methods.base import EPSILON
 from atrec.methods.registry import method_class
 from atrec.names import DEFAULT_METHOD
-from atrec.results.params import HyperParams
+from atrec.protocols import Protocol
+from atrec.params.lookup import HyperParams
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class SearchSpace:
     extra: tuple = ()   # a method's own hyperparameters (atrec.methods.base.Hyperparameter)
 
     @classmethod
-    def for_method(cls, method: str = DEFAULT_METHOD, protocol: str | None = None) -> "SearchSpace":
+    def for_method(cls, method: str = DEFAULT_METHOD, protocol: Protocol | str | None = None) -> "SearchSpace":
         """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
         hyperparameters, and AT's ``epsilon``; MF-IPS's is the paper's."""
         method_cls = method_class(method, protocol)

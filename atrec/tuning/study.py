@@ -37,8 +37,8 @@ import numpy as np
 
 from atrec.errors import AtrecError
 from atrec.names import DEFAULT_METHOD
-from atrec.protocol import SAMPLER_SEED, TUNING_BUDGET
-from atrec.results.params import HyperParams
+from atrec.run_settings import SAMPLER_SEED, TUNING_BUDGET
+from atrec.params.lookup import HyperParams
 from atrec.tuning.space import SEARCH_SPACE, SearchSpace
 from atrec.tuning.storage import (  # noqa: F401  (WorkerSettings: re-exported)
     WorkerSettings,

@@ -38,7 +38,7 @@ from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
 from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS, gap_reports
-from atrec.results.params import chain_sets, get_params
+from atrec.params.lookup import chain_sets, get_params
 
 GAP_FILE = "protocol_gap.md"
 
@@ -98,7 +98,7 @@ def binary_seeds(protocol: str, seeds: int | None = None) -> int:
 def train_binary(plans: Sequence[BinaryPlan], seeds: int | None = None,
                  progress: Callable[[str], None] | None = None) -> list:
     """Train seeds 0..n-1 of every plan, n = :func:`binary_seeds` of its protocol; returns the
-    :class:`~atrec.experiments.runner.ConfigOutcome` list."""
+    :class:`~atrec.experiments.groups.ConfigOutcome` list."""
     outcomes = []
     for plan in plans:
         n = binary_seeds(plan.protocol, seeds)

@@ -109,7 +109,7 @@ def test_the_benchmark_marks_and_counts_a_failed_seed(tmp_path, fmt):
 
 
 def test_a_study_whose_best_trial_failed_is_reported_and_not_exported(tmp_path):
-    from atrec.results.params import HyperParams
+    from atrec.params.lookup import HyperParams
     from atrec.tuning.configs import failed_study
     from atrec.tuning.export import export_best
     from atrec.tuning.study import StudyOutcome

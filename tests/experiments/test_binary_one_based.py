@@ -6,8 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from atrec.experiments.runner import RunSpec, compute_group
-from atrec.results.params import HyperParams
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.spec import RunSpec
+from atrec.params.lookup import HyperParams
 
 
 def test_a_yahoo_run_under_icde24_trains_its_highest_ids(tiny_data):

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import atrec
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.runner import loop_family
+from atrec.experiments.fitting import loop_family
 from atrec.experiments.training import TrainRequest, plan_request, train
 from atrec.names import config_key
 from atrec.results.records import iter_records, record_path
@@ -252,7 +252,7 @@ def test_missing_dask_names_the_extra(coat_env, tmp_path, monkeypatch):
 
 
 def test_the_base_install_does_not_import_dask():
-    code = ("import sys, atrec.cli, atrec.experiments.runner, atrec.experiments.distributed; "
+    code = ("import sys, atrec.cli, atrec.experiments.fitting, atrec.experiments.distributed; "
             "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          check=True).stdout

@@ -3,9 +3,11 @@ releases a family's loops once it has nothing left: one compilation per loop, on
 a time, and the same records as a run that keeps every loop."""
 
 from atrec.experiments import driver
-from atrec.experiments.runner import RunSpec, loop_family, plan_config
-from atrec.protocol import ATSettings, TrainSettings
-from atrec.results.params import HyperParams
+from atrec.experiments.fitting import loop_family
+from atrec.experiments.groups import plan_config
+from atrec.experiments.spec import RunSpec
+from atrec.run_settings import ATSettings, TrainSettings
+from atrec.params.lookup import HyperParams
 from atrec.results.records import load_record, record_path
 from atrec.runtime import compiled
 

@@ -11,10 +11,10 @@ seeds asked for (the layout before this fix) the MAE comparisons fail.
 import pytest
 
 from atrec.experiments.driver import run_config
-from atrec.experiments.runner import RunSpec
+from atrec.experiments.spec import RunSpec
 from atrec.learners import layout, mf
-from atrec.protocol import ATSettings
-from atrec.results.params import HyperParams
+from atrec.run_settings import ATSettings
+from atrec.params.lookup import HyperParams
 
 KEYS = ("metrics", "val_loss_trace", "trace")
 
@@ -56,8 +56,8 @@ def test_a_binary_seed_is_the_same_alone_and_beside_seeds_that_stop_later(coat_d
     stopping by its own rule. A seed beside others that stop their propensity stage later must
     start its predictor's stage from the same NumPy stream as alone (atrec.learners.draws);
     when a stopped replica went on drawing, seed 3's records here differed."""
-    from atrec.experiments.runner import compute_group
-    from atrec.results.params import get_params
+    from atrec.experiments.fitting import compute_group
+    from atrec.params.lookup import get_params
 
     params, label = get_params("reference", "coat", "none", False, "mf-ips", "binary-icde24")
     spec = RunSpec("coat", "none", False, params, label, (3,), method="mf-ips",

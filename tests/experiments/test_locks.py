@@ -148,9 +148,9 @@ def test_a_live_claim_is_left_to_its_owner(tmp_path):
 
 def test_run_config_takes_over_a_stale_claim(tiny_data, tmp_path):
     from atrec.experiments.driver import run_config
-    from atrec.experiments.runner import RunSpec
-    from atrec.protocol import TrainSettings
-    from atrec.results.params import HyperParams
+    from atrec.experiments.spec import RunSpec
+    from atrec.run_settings import TrainSettings
+    from atrec.params.lookup import HyperParams
     from atrec.results.records import record_path
 
     spec = RunSpec("tiny", "item", False, HyperParams(4, 1e-3), "published", (0, 1),

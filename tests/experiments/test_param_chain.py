@@ -8,7 +8,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.plan import TrainRequest, plan_request
 from atrec.methods.registry import METHODS
 from atrec.names import NO_PROPENSITY
-from atrec.results.params import (
+from atrec.params.lookup import (
     DEFAULT_CHAIN,
     DEFAULT_PARAMS,
     get_params,

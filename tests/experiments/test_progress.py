@@ -30,8 +30,9 @@ def test_with_nothing_left_it_does_not_ask_for_a_rerun():
 def test_binary_ips_has_a_name_of_its_own_in_progress_lines():
     """MF-IPS's configuration key names no method; without a propensity (the binary protocols'
     IPS) its lines said only 'coat none'."""
-    from atrec.experiments.runner import ConfigPlan, RunSpec
-    from atrec.results.params import HyperParams
+    from atrec.experiments.groups import ConfigPlan
+    from atrec.experiments.spec import RunSpec
+    from atrec.params.lookup import HyperParams
 
     def name(propensity, method, with_at=False, protocol="binary-icde24"):
         spec = RunSpec("coat", propensity, with_at, HyperParams(4, 0.1), "reference", (0,),

@@ -7,12 +7,12 @@ from click.testing import CliRunner
 from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.experiments.driver import run_config
-from atrec.experiments.runner import RunSpec
+from atrec.experiments.spec import RunSpec
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.learners import mf
 from atrec.propensity.registry import table1_propensities
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.results.records import record_path
 
 

@@ -393,7 +393,7 @@ def test_coat_item_with_at_is_near_the_paper(coat_data):
     """Published item-AT parameters, 5 seeds: the paper reports MAE 0.832, MSE 1.115 and
     nDCG@3 0.293 (Table 1, mean of 20 seeds; atrec's 20-seed mean is 0.836 / 1.131 / 0.293)."""
     from atrec.evaluation.metrics import ndcg_at_k
-    from atrec.results.params import get_params
+    from atrec.params.lookup import get_params
 
     coat = coat_data
     hp, _ = get_params("published", "coat", "item", True)

@@ -12,7 +12,7 @@ from atrec.learners.base import MF, mf_scores
 from atrec.methods.base import DIM, LAM
 from atrec.methods.learner_method import LearnerMethod
 from atrec.methods.mf_ips import MFIPS
-from atrec.protocol import TrainSettings
+from atrec.run_settings import TrainSettings
 from atrec.runtime import tf
 from atrec.testing.methods import fit_problem
 

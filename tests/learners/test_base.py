@@ -15,7 +15,7 @@ from atrec.learners.base import MF, Learner, adam_on
 from atrec.methods.base import FitProblem
 from atrec.methods.learner_method import LearnerMethod
 from atrec.methods.tri_training import fit_with_at
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 
 
 def test_zero_gradient_leaves_a_parameter_exactly_unchanged_under_adam():

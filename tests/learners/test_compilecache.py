@@ -146,10 +146,10 @@ FIT = r"""
 import hashlib, json, sys
 import numpy as np
 from atrec.data.synthetic import make_synthetic
-from atrec.results.params import HyperParams
-from atrec.experiments.runner import validation_loss
+from atrec.params.lookup import HyperParams
+from atrec.experiments.fitting import validation_loss
 from atrec.runtime import compilecache, compiled
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 import tensorflow as tf
 
 for k in range(int(sys.argv[1])):        # move TensorFlow's own name counter along

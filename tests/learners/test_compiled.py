@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.learners import at, mf
-from atrec.protocol import ATSettings, TrainSettings
-from atrec.results.params import HyperParams
+from atrec.run_settings import ATSettings, TrainSettings
+from atrec.params.lookup import HyperParams
 from atrec.runtime import compiled, memwatch
 
 SHORT = TrainSettings(steps=20, batch_size=64)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from atrec.experiments.runner import validation_loss
-from atrec.protocol import ATSettings, TrainSettings
-from atrec.results.params import HyperParams
+from atrec.experiments.fitting import validation_loss
+from atrec.run_settings import ATSettings, TrainSettings
+from atrec.params.lookup import HyperParams
 from atrec.runtime import compiled, tracebacks
 from atrec.runtime.tfquiet import import_tensorflow
 

@@ -6,10 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from atrec.experiments.runner import RunSpec, compute_group
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.spec import RunSpec
 from atrec.learners.epochs import Batch, Group, StepState
 from atrec.methods.binary.at import _a3_step
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.runtime import tf
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from atrec.data.ratings import Ratings
 from atrec.experiments.inputs import stack_inputs
-from atrec.experiments.runner import RunSpec, compute_group
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.spec import RunSpec
 from atrec.learners import binary_models as bm
 from atrec.learners.epochs import Group, StepState
 from atrec.methods.base import FitProblem
@@ -23,7 +24,7 @@ from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.names import NO_PROPENSITY
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import EpochSettings, leak_positions
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.runtime import tf
 from atrec.testing.data import small_data
 

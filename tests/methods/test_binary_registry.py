@@ -40,7 +40,7 @@ def test_methods_lists_the_binary_methods_apart():
 
 
 def test_a_binary_protocols_tuned_file_is_checked_against_its_own_methods(tmp_path):
-    from atrec.results.params import read_tuned_file
+    from atrec.params.lookup import read_tuned_file
 
     path = tmp_path / "tuned_params.yaml"
     path.write_text("coat:\n  mf/none: {dim: 10, lam: 0.001, lr: 0.01, batch_size: 128}\n")
@@ -55,7 +55,7 @@ def test_a_binary_protocols_tuned_file_is_checked_against_its_own_methods(tmp_pa
 def test_a_users_parameter_file_is_read_with_the_binary_protocols_methods(tmp_path):
     """'--params FILE' under a binary protocol: the file's binary method is found and its
     values validated by the binary class, alone and in a chain; under saito2020 it is not."""
-    from atrec.results.params import get_params
+    from atrec.params.lookup import get_params
 
     path = tmp_path / "mine.yaml"
     path.write_text("coat:\n  mf/none: {dim: 6, lam: 0.001, lr: 0.02, batch_size: 256}\n")
@@ -72,7 +72,7 @@ def test_a_users_parameter_file_is_read_with_the_binary_protocols_methods(tmp_pa
 
 def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     from atrec.protocols import get_protocol
-    from atrec.results.params import get_params
+    from atrec.params.lookup import get_params
 
     chain = ",".join(get_protocol("binary-clean").param_sets)
     assert chain.startswith("tuned-atrec,reference")

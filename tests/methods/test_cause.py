@@ -14,8 +14,8 @@ from atrec.methods.base import FitProblem
 from atrec.methods.cause import CausE
 from atrec.methods.mf_ips import MFIPS
 from atrec.names import NO_PROPENSITY
-from atrec.protocol import TrainSettings
-from atrec.results.params import get_params
+from atrec.run_settings import TrainSettings
+from atrec.params.lookup import get_params
 
 SEEDS = (0, 1, 2)
 

@@ -13,8 +13,8 @@ from atrec.learners.base import MF, StepContext, uniform_cells
 from atrec.methods.base import FitProblem
 from atrec.methods.damf import DAMF
 from atrec.names import NO_PROPENSITY
-from atrec.protocol import TrainSettings
-from atrec.results.params import get_params
+from atrec.run_settings import TrainSettings
+from atrec.params.lookup import get_params
 
 SEEDS = (0, 1, 2)
 

@@ -374,7 +374,7 @@ def test_the_learner_carries_the_problems_constants(small_mnar):
 def test_error_imputation_trains_the_predictor_as_mf_ips(small_mnar):
     """With ``imputation="error"`` the predictor's step is MF-IPS's: same schedule, same initial
     ``f``, same gradients, so the same trajectory up to float rounding."""
-    from atrec.protocol import TrainSettings
+    from atrec.run_settings import TrainSettings
 
     problem = _problem(small_mnar, True)
     params = {"dim": 5, "lam": 1e-3, "lam_imp": 1e-3}

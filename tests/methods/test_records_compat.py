@@ -10,7 +10,7 @@ from atrec.results.records import SCHEMA, record_path, save_record
 
 
 def _record(seed: int, with_at: bool, method) -> dict:
-    """A record laid out as ``atrec.experiments.runner._records`` writes it."""
+    """A record laid out as ``atrec.experiments.fitting._records`` writes it."""
     settings = ({"pre_steps": 150, "iterations": 10, "steps_per_iteration": 10,
                  "batch_size": 1024, "learning_rate": 0.01, "candidate_factor": 5,
                  "loss": "snips", "resample": "step", "sampler": "survivor-mask",

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from atrec.data.ratings import Ratings
-from atrec.experiments.runner import RunSpec, compute_group, validation_loss
+from atrec.experiments.fitting import compute_group, validation_loss
+from atrec.experiments.spec import RunSpec
 from atrec.protocols import get_protocol
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 
 SMALL = {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 64, "gamma": 0.05,
          "prop_batch": 256, "prop_lam": 1e-4}

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from atrec.errors import AtrecError
-from atrec.protocol import ATSettings, TrainSettings
+from atrec.run_settings import ATSettings, TrainSettings
 from atrec.protocols import Protocol, get_protocol, protocol_names
 from atrec.protocols.base import Schedule, validate_protocol_class
 from atrec.protocols.ijcai2022 import mcar_slice_mask
 from atrec.reporting.common import train_hint
-from atrec.results.params import get_params
+from atrec.params.lookup import get_params
 
 
 def test_registry_lists_both_and_defaults_to_saito2020(tmp_path):
@@ -128,8 +128,8 @@ def test_schedule_on_a_tiny_case_selects_the_lowest_criterion(tiny_data, tmp_pat
     from dataclasses import replace
 
     from atrec.experiments.driver import run_config
-    from atrec.experiments.runner import RunSpec
-    from atrec.results.params import HyperParams
+    from atrec.experiments.spec import RunSpec
+    from atrec.params.lookup import HyperParams
 
     proto = get_protocol("ijcai2022")
     settings = replace(proto.train_settings("mf-ips"), steps=30, batch_size=64)

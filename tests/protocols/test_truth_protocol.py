@@ -9,10 +9,11 @@ import pytest
 
 from atrec.errors import AtrecError
 from atrec.evaluation import truth_metrics as tm
-from atrec.experiments.runner import RunSpec, compute_group
+from atrec.experiments.fitting import compute_group
+from atrec.experiments.spec import RunSpec
 from atrec.protocols import get_protocol
 from atrec.protocols import truth as truth_protocol
-from atrec.results.params import HyperParams, method_reference_params
+from atrec.params.lookup import HyperParams, method_reference_params
 from atrec.semisynthetic.conversion import RATES
 from atrec.semisynthetic.forms import INTENDED
 from atrec.semisynthetic.truth import Truth
@@ -132,7 +133,7 @@ def test_the_shipped_tuned_values_are_valid_and_say_their_budget():
     import yaml
     from importlib import resources
 
-    from atrec.results.params import get_params, protocol_shipped_file
+    from atrec.params.lookup import get_params, protocol_shipped_file
     text = (resources.files("atrec") / "resources" /
             protocol_shipped_file("binary-truth")).read_text()
     assert "12 trials" in text and "atrec tune --protocol binary-truth" in text

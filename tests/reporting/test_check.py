@@ -9,7 +9,7 @@ from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.reporting.check import DEFAULT_TOLERANCES, Tolerance, check, render_check
 from atrec.reporting.claims import FAILS, HOLDS, MISSING
-from atrec.results.params import DEFAULT_PARAMS
+from atrec.params.lookup import DEFAULT_PARAMS
 from atrec.results.records import record_path, save_record
 
 SE = math.sqrt(0.001 / 4) / math.sqrt(5)  # standard error of every synthetic cell

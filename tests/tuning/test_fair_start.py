@@ -14,8 +14,8 @@ from test_tuning import fake_loss as loss
 from atrec.cli import main
 from atrec.methods.catalogue import catalogue_rows
 from atrec.methods.registry import METHODS
-from atrec.protocol import TUNING_BUDGET
-from atrec.results.params import ENTRY_METADATA, HyperParams, get_params, load_param_table
+from atrec.run_settings import TUNING_BUDGET
+from atrec.params.lookup import ENTRY_METADATA, HyperParams, get_params, load_param_table
 from atrec.tuning import run_study, study_name, tune_config
 from atrec.tuning.configs import START_PARAMS, chain_start, check_start
 

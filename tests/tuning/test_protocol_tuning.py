@@ -16,7 +16,7 @@ from atrec.cli import main
 from atrec.errors import AtrecError
 from atrec.names import NO_PROPENSITY
 from atrec.protocols import get_protocol, protocol_names
-from atrec.results.params import default_params, get_params, start_params, tuned_params_path
+from atrec.params.lookup import default_params, get_params, start_params, tuned_params_path
 from atrec.tuning import study_name, tune_config
 from atrec.tuning.configs import (
     OBJECTIVE_NOTE,
@@ -94,7 +94,7 @@ def test_tune_config_enqueues_trains_values_and_never_ends_worse(tmp_path, monke
 
 
 def _outcome(study, value, dim):
-    from atrec.results.params import HyperParams
+    from atrec.params.lookup import HyperParams
     from atrec.tuning.study import StudyOutcome
 
     return StudyOutcome(study=study, target=2, complete=2, best_value=value,

@@ -68,7 +68,7 @@ def test_both_postgresql_url_forms_share_one_study(postgres):
 WORKER = """
 import os, runpy, sys, time
 from pathlib import Path
-import atrec.cli, atrec.experiments.runner, atrec.tuning.study  # noqa: F401  (slow imports)
+import atrec.cli, atrec.experiments.fitting, atrec.tuning.study  # noqa: F401  (slow imports)
 
 ready, peers = Path(sys.argv[1]), int(sys.argv[2])
 (ready / str(os.getpid())).touch()

@@ -26,9 +26,9 @@ from optuna.trial import TrialState
 from atrec import tuning
 from atrec.cli import main
 from atrec.errors import AtrecError
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.learners import at, mf
-from atrec.results.params import HyperParams, get_params
+from atrec.params.lookup import HyperParams, get_params
 from atrec.tuning import (
     Progress,
     SearchSpace,

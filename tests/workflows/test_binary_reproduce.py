@@ -19,8 +19,8 @@ from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.errors import AtrecError
 from atrec.methods.registry import canonical, every_form, method_class, registry_for
 from atrec.names import NO_PROPENSITY, config_key
-from atrec.results.param_keys import entry_key
-from atrec.results.params import tuned_params_path
+from atrec.params.keys import entry_key
+from atrec.params.lookup import tuned_params_path
 from atrec.workflows import binary as stage
 from atrec.workflows import pipeline
 

@@ -19,8 +19,8 @@ from atrec.cli import experiments as cli_experiments
 from atrec.cli import main
 from atrec.learners import layout
 from atrec.names import NO_PROPENSITY
-from atrec.protocol import TUNING_BUDGET
-from atrec.results.params import DEFAULT_PARAMS, TUNED, TUNED_ATREC, load_param_table
+from atrec.run_settings import TUNING_BUDGET
+from atrec.params.lookup import DEFAULT_PARAMS, TUNED, TUNED_ATREC, load_param_table
 from atrec.workflows import pipeline
 
 SEEDS = 2

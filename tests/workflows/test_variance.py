@@ -16,7 +16,7 @@ from atrec.data.splits import Split
 from atrec.errors import AtrecError
 from atrec.learners import mf
 from atrec.propensity.builtin import DataItem
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.results.records import record_path
 from atrec.workflows.variance import (
     VARIANCE_PARAMS,

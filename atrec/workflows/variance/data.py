@@ -8,9 +8,9 @@ import numpy as np
 from atrec.data.ml100k import VarianceData, build_variance_data
 from atrec.data.ratings import RatingData
 from atrec.errors import AtrecError
-from atrec.experiments.runner import RunSpec
+from atrec.experiments.spec import RunSpec
 from atrec.propensity.builtin import DataItem
-from atrec.results.params import HyperParams
+from atrec.params.lookup import HyperParams
 from atrec.workflows.variance.request import PROPENSITY, VarianceRequest
 
 

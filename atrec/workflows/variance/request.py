@@ -15,8 +15,8 @@ from atrec.errors import AtrecError
 from atrec.limits import MAX_MIN_ITEMS
 from atrec.names import config_key
 from atrec.propensity.builtin import DataItem
-from atrec.protocol import TUNING_SEED, ATSettings, TrainSettings
-from atrec.results.params import (
+from atrec.run_settings import TUNING_SEED, ATSettings, TrainSettings
+from atrec.params.lookup import (
     DEFAULT_CHAIN,
     NAMED_SETS,
     PUBLISHED,

@@ -13,15 +13,16 @@ from atrec.errors import AtrecError
 from atrec.experiments import interrupt
 from atrec.experiments.driver import run_config
 from atrec.experiments.progress import StageProgress
-from atrec.experiments.runner import ConfigOutcome, RunSpec
+from atrec.experiments.groups import ConfigOutcome
+from atrec.experiments.spec import RunSpec
 from atrec.experiments.training import ensure_data
 from atrec.fileio import atomic_write_text
 from atrec.names import config_key
 from atrec.paths import results_dir
-from atrec.protocol import settings_dict
+from atrec.run_settings import settings_dict
 from atrec.reporting.figures import figure2, save_figure
 from atrec.reporting.tables import render
-from atrec.results.params import TUNED
+from atrec.params.lookup import TUNED
 from atrec.results.records import RecordError, load_record, params_label, record_path
 from atrec.runtime import compiled
 from atrec.workflows.variance.data import build_point_data, check_min_items, run_spec

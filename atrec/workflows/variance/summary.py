@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from atrec.protocol import settings_dict
+from atrec.run_settings import settings_dict
 from atrec.workflows.variance.request import DATA_SEED, VARIANCE_METRICS, VarianceRequest
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from atrec import tuning
 from atrec.data.ratings import RatingData
-from atrec.experiments.runner import validation_loss
+from atrec.experiments.fitting import validation_loss
 from atrec.propensity.builtin import DataItem
-from atrec.protocol import PAPER_TRIALS, SAMPLER_SEED, TUNING_SEED, settings_dict
-from atrec.results.params import HyperParams
+from atrec.run_settings import PAPER_TRIALS, SAMPLER_SEED, TUNING_SEED, settings_dict
+from atrec.params.lookup import HyperParams
 from atrec.tuning import storage as tuning_storage
 from atrec.workflows.variance.data import build_point_data
 from atrec.workflows.variance.request import DATA_SEED, PROPENSITY

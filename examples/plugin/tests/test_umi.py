@@ -14,7 +14,7 @@ from atrec.experiments.inputs import stack_inputs
 from atrec.learners import mf
 from atrec.learners.base import MF, SALT_FIT, StepContext, uniform_cells
 from atrec.methods.base import FitProblem
-from atrec.protocol import TrainSettings
+from atrec.run_settings import TrainSettings
 from atrec.runtime import tf
 from atrec.testing import check_method
 from atrec.testing.data import small_data

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from atrec.errors import AtrecError
 from atrec.methods.registry import DEFAULT_METHOD, alias_keys, canonical, method_class
+from atrec.protocols import Protocol
 
 
-def _known_method(text: str, protocol: str | None) -> bool:
+def _known_method(text: str, protocol: Protocol | str | None) -> bool:
     """Whether a parameter key's method part names a method (a name, a key with options or an
     alias) of ``protocol``."""
     try:
@@ -19,7 +20,7 @@ def _known_method(text: str, protocol: str | None) -> bool:
     return True
 
 
-def entry_key(section: dict, key: str, protocol: str | None = None,
+def entry_key(section: dict, key: str, protocol: Protocol | str | None = None,
               base: bool = False) -> str | None:
     """The key under which ``section`` holds the configuration ``key``
     (``<method key>/<propensity>[-at]``): the key itself, or the same run under a name its

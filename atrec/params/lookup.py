@@ -15,11 +15,10 @@ import yaml
 
 from atrec.errors import AtrecError
 from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class, registry_for
-from atrec.names import DATASETS, DEFAULT_PROTOCOL, NO_PROPENSITY, config_key
-from atrec.paths import results_dir
-from atrec.protocols import get_protocol, results_root
-from atrec.results.param_keys import _known_method, entry_key
-from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' names live there)
+from atrec.names import DATASETS, NO_PROPENSITY, config_key
+from atrec.protocols import Protocol, get_protocol
+from atrec.params.keys import _known_method, entry_key
+from atrec.params.sets import (  # noqa: F401  (re-exported: the sets' names live there)
     DEFAULT_CHAIN,
     DEFAULT_PARAMS,
     NAMED_SETS,
@@ -32,7 +31,7 @@ from atrec.results.param_sets import (  # noqa: F401  (re-exported: the sets' na
     default_params,
     start_params,
 )
-from atrec.results.tune_hints import (  # noqa: F401  (re-exported)
+from atrec.params.hints import (  # noqa: F401  (re-exported)
     missing_values_error,
     no_values_error,
     tune_command_for,
@@ -88,11 +87,10 @@ ENTRY_METADATA = ("study", "trials", "best_value", "best_trial", "storage", "upd
                   "reference_value", "start", "start_value")
 
 
-def tuned_params_path(protocol: str = DEFAULT_PROTOCOL) -> Path:
-    """Where ``atrec tune`` exports its best parameters and ``--params tuned`` reads them (a
-    protocol other than the default keeps its own, under its results folder)."""
-    base = results_dir() if protocol == DEFAULT_PROTOCOL else results_root(protocol)
-    return base / "tuned_params.yaml"
+def tuned_params_path(protocol: Protocol | str | None = None) -> Path:
+    """Where ``atrec tune`` exports its best parameters and ``--params tuned`` reads them under
+    ``protocol`` (:meth:`~atrec.protocols.Protocol.tuned_params_path`; default saito2020)."""
+    return get_protocol(protocol).tuned_params_path()
 
 
 def _read_yaml(path: Path, what: str) -> dict:
@@ -120,7 +118,7 @@ def _read_yaml(path: Path, what: str) -> dict:
     return doc
 
 
-def load_param_table(source: str, protocol: str | None = None) -> tuple[dict, str]:
+def load_param_table(source: str, protocol: Protocol | str | None = None) -> tuple[dict, str]:
     """Load a parameter table from a named set or a file path (a file's keys checked against
     ``protocol``'s methods: a binary protocol's are its own).
 
@@ -151,7 +149,7 @@ def load_param_table(source: str, protocol: str | None = None) -> tuple[dict, st
             f"file:{path.resolve()}")
 
 
-def read_tuned_file(path: Path, protocol: str | None = None) -> dict:
+def read_tuned_file(path: Path, protocol: Protocol | str | None = None) -> dict:
     """The table of a tuned parameter file. Written by 'atrec tune', which may tune any data
     set it is given (a synthetic one, from Python): its configurations and hyperparameters are
     checked (:func:`check_table`), its dataset names are not."""
@@ -160,7 +158,7 @@ def read_tuned_file(path: Path, protocol: str | None = None) -> dict:
 
 
 def check_table(table: dict, where: str, datasets: bool = True,
-                protocol: str | None = None) -> dict:
+                protocol: Protocol | str | None = None) -> dict:
     """``table`` (a user's parameter file) when every key in it is known; else one-line
     :class:`AtrecError` naming the key, where it is and the keys allowed there.
 
@@ -198,7 +196,7 @@ def check_table(table: dict, where: str, datasets: bool = True,
 
 
 def lookup(table: dict, dataset: str, key: str, source_label: str,
-           method: str = DEFAULT_METHOD, protocol: str | None = None,
+           method: str = DEFAULT_METHOD, protocol: Protocol | str | None = None,
            base: bool = False) -> HyperParams:
     """The :class:`HyperParams` of ``dataset`` / ``key`` in a loaded table (under the key, or
     a name its method had: :func:`entry_key`), validated against ``method``'s hyperparameters
@@ -211,9 +209,9 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
     found = entry_key(section or {}, key, protocol, base)
     entry = (section or {}).get(found) if found else None
     if entry is None:
-        flag = "" if protocol in (None, DEFAULT_PROTOCOL) else f" --protocol {protocol}"
         raise AtrecError(
-            f"no parameters for {dataset}/{key} in {source_label}: tune it ('atrec tune{flag}') "
+            f"no parameters for {dataset}/{key} in {source_label}: tune it "
+            f"('atrec tune{get_protocol(protocol).flag}') "
             f"or add it to the parameter file"
         )
     if not isinstance(entry, dict):
@@ -224,7 +222,7 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
 
 
 def check_entry(entry: dict, dataset: str, key: str, where: str, method: str,
-                protocol: str | None = None) -> dict:
+                protocol: Protocol | str | None = None) -> dict:
     """The parameters of one entry validated by ``method`` (names, types, ranges), without what
     'atrec tune' records beside them; a bad one is one line naming the entry and the file."""
     values = {k: v for k, v in entry.items() if k not in ENTRY_METADATA}
@@ -246,12 +244,19 @@ def chain_sets(source: str) -> list[str]:
 
 
 def chain_lookup(sets, dataset: str, propensity: str, with_at: bool, method: str,
-                 tables: dict | None = None) -> tuple[HyperParams, str] | None:
-    """``(params, label)`` from the first set of ``sets`` with values for the configuration,
-    ``None`` when none has them. In a chain, ``published`` is the paper's file alone (a
-    baseline's authors' values are its ``reference``), and a set that cannot be read here (no
-    tuned file yet) has none; a parameter FILE the user named must exist and parse.
-    ``tables`` caches loaded sets between calls."""
+                 tables: dict | None = None,
+                 protocol: Protocol | str | None = None) -> tuple[HyperParams, str] | None:
+    """``(params, label)`` from the first set of ``sets`` with values for the configuration
+    under ``protocol`` (default saito2020), ``None`` when none has them: the same rule under
+    every protocol. A set that cannot be read here (no tuned file yet) has none; a parameter
+    FILE the user named must exist and parse. Under a protocol of atrec's shared sets
+    (:attr:`~atrec.protocols.Protocol.shared_sets`), ``published`` in a chain is the paper's
+    file alone (a baseline's authors' values are its ``reference``); under another, its own
+    sets (:func:`protocol_chain_lookup`). ``tables`` caches loaded sets between calls."""
+    proto = get_protocol(protocol)
+    if not proto.shared_sets:
+        return protocol_chain_lookup(sets, dataset, config_key(propensity, with_at, method),
+                                     method, proto)
     tables = {} if tables is None else tables
     key = config_key(propensity, with_at, method)
     for source in sets:
@@ -269,35 +274,34 @@ def chain_lookup(sets, dataset: str, propensity: str, with_at: bool, method: str
 
 
 def _chain_params(sets: list[str], dataset: str, propensity: str, with_at: bool,
-                  method: str, tables: dict) -> tuple[HyperParams, str]:
+                  method: str, tables: dict, protocol: Protocol) -> tuple[HyperParams, str]:
     """The first set of ``sets`` with values for the configuration (:func:`chain_lookup`), or
     the one-line error naming the sets and the tune command."""
-    found = chain_lookup(sets, dataset, propensity, with_at, method, tables)
+    found = chain_lookup(sets, dataset, propensity, with_at, method, tables, protocol)
     if found is None:
-        raise no_values_error(sets, dataset, propensity, with_at, method)
+        raise no_values_error(sets, dataset, propensity, with_at, method, protocol)
     return found
 
 
 def get_params(source: str, dataset: str, propensity: str, with_at: bool,
-               method: str = DEFAULT_METHOD, protocol: str = DEFAULT_PROTOCOL,
+               method: str = DEFAULT_METHOD, protocol: Protocol | str | None = None,
                tables: dict | None = None) -> tuple[HyperParams, str]:
     """Parameters of one configuration from ``source``; returns ``(params, provenance label)``.
 
     ``published`` holds the authors' values for MF-IPS and, for another method, the values it
-    ships as :attr:`~atrec.methods.base.Method.reference_params`. Under another ``protocol``
-    than the default, its own named sets (:attr:`~atrec.protocols.Protocol.param_sets`) or a
-    parameter file. Several sets comma-separated (e.g. :data:`DEFAULT_PARAMS`) are tried in
-    order (:func:`_chain_params`); the label names the set that had the values. ``tables``: a
-    cache of loaded sets shared between calls.
+    ships as :attr:`~atrec.methods.base.Method.reference_params`. Under a protocol with sets
+    of its own, those (:attr:`~atrec.protocols.Protocol.param_sets`) or a parameter file.
+    Several sets comma-separated (a protocol's :attr:`~atrec.protocols.Protocol.default_params`)
+    are tried in order under every protocol (:func:`_chain_params`); the label names the set
+    that had the values. ``tables``: a cache of loaded sets shared between calls.
     """
-    if "," in str(source) and protocol == DEFAULT_PROTOCOL:
-        return _chain_params(chain_sets(source), dataset, propensity, with_at, method,
-                             {} if tables is None else tables)
-    key = config_key(propensity, with_at, method)
+    proto = get_protocol(protocol)
     if "," in str(source):
-        return _protocol_chain(chain_sets(source), dataset, key, method, protocol)
-    if protocol != DEFAULT_PROTOCOL and not Path(source).is_file():
-        return _protocol_params(source, dataset, key, method, protocol)
+        return _chain_params(chain_sets(source), dataset, propensity, with_at, method,
+                             {} if tables is None else tables, proto)
+    key = config_key(propensity, with_at, method)
+    if not proto.shared_sets and not Path(source).is_file():
+        return _protocol_params(source, dataset, key, method, proto)
     if source == PUBLISHED and method != DEFAULT_METHOD:
         table, label = method_class(method).reference_params, PUBLISHED
         if entry_key(table.get(dataset) or {}, key, base=True) is None:
@@ -311,10 +315,10 @@ def get_params(source: str, dataset: str, propensity: str, with_at: bool,
 
 
 def protocol_chain_lookup(sets, dataset: str, key: str, method: str,
-                          protocol: str) -> tuple[HyperParams, str] | None:
+                          protocol: Protocol) -> tuple[HyperParams, str] | None:
     """``(params, label)`` from the first of ``sets`` with values for the configuration under
-    ``protocol`` (another than the default), ``None`` when none has them; a set without them (or
-    a tuned file not made yet) is passed over, any other error stops."""
+    ``protocol`` (one with sets of its own), ``None`` when none has them; a set without them
+    (or a tuned file not made yet) is passed over, any other error stops."""
     for source in sets:
         try:
             if Path(source).is_file():
@@ -327,20 +331,8 @@ def protocol_chain_lookup(sets, dataset: str, key: str, method: str,
     return None
 
 
-def _protocol_chain(sets: list[str], dataset: str, key: str, method: str,
-                    protocol: str) -> tuple[HyperParams, str]:
-    """The first of ``sets`` with values for the configuration under ``protocol``
-    (:func:`protocol_chain_lookup`), or the one-line error naming the tune command."""
-    found = protocol_chain_lookup(sets, dataset, key, method, protocol)
-    if found is None:
-        raise AtrecError(f"no parameters for {dataset}/{key} in {', '.join(sets)} under "
-                         f"protocol '{protocol}': run 'atrec tune --protocol {protocol} --method "
-                         f"{method} --dataset {dataset}' (its values then come from {TUNED})")
-    return found
-
-
-def _budget_table(name: str, protocol: str) -> tuple[dict, str]:
-    """The table behind ``name`` under another protocol than the default: its shipped
+def _budget_table(name: str, protocol: Protocol) -> tuple[dict, str]:
+    """The table behind ``name`` under a protocol with sets of its own: its shipped
     ``tuned-atrec`` file, or a tuned parameter file (the protocol's own, or one named)."""
     if name == TUNED_ATREC:
         ref = resources.files("atrec") / "resources" / protocol_shipped_file(protocol)
@@ -351,24 +343,24 @@ def _budget_table(name: str, protocol: str) -> tuple[dict, str]:
     return _read_yaml(path, "parameter") or {}, name
 
 
-def protocol_shipped_file(protocol: str) -> str:
+def protocol_shipped_file(protocol: Protocol | str) -> str:
     """The file in ``atrec/resources`` of a protocol's shipped ``tuned-atrec`` values."""
-    return f"{protocol.replace('-', '_')}_tuned_params.yaml"
+    return f"{get_protocol(protocol).name.replace('-', '_')}_tuned_params.yaml"
 
 
 def _protocol_params(source: str, dataset: str, key: str, method: str,
-                     protocol: str) -> tuple[HyperParams, str]:
-    """A named set under a protocol other than the default: its ``reference`` values, or the
+                     protocol: Protocol) -> tuple[HyperParams, str]:
+    """A named set under a protocol with sets of its own: its ``reference`` values, or the
     values ``atrec tune --protocol`` exported to its own folder (``tuned``)."""
-    proto = get_protocol(protocol)
+    proto = protocol
     if source not in proto.param_sets:
         raise AtrecError(f"parameter set '{source}' does not exist under protocol '{protocol}': "
                          f"choose from {', '.join(proto.param_sets)} or give a parameter file")
     if source == TUNED:
-        path = tuned_params_path(protocol)
+        path = proto.tuned_params_path()
         if not path.exists():
-            raise AtrecError(f"no tuned parameters at {path}: run 'atrec tune --protocol "
-                             f"{protocol}' first, or use --params reference")
+            raise AtrecError(f"no tuned parameters at {path}: run 'atrec tune{proto.flag}' "
+                             f"first, or use --params reference")
         table, label = _read_yaml(path, "tuned parameter"), f"tuned:{path}"
     elif source == TUNED_ATREC:   # shipped: atrec/resources/<protocol>_tuned_params.yaml
         ref = resources.files("atrec") / "resources" / protocol_shipped_file(protocol)
@@ -395,7 +387,7 @@ AUTHORS_BUDGET = "authors"   # the budget shown for values as their authors publ
 
 
 def params_budget(source: str, dataset: str, key: str, tables: dict | None = None,
-                  protocol: str | None = None) -> str:
+                  protocol: Protocol | str | None = None) -> str:
     """How the values of one configuration were made, for tables: ``authors`` for the
     ``published`` and ``reference`` sets, ``<n> trials`` (per study) for a tuned set or file
     whose entry records its trials, ``-`` when unknown. ``source``: a set name, a provenance
@@ -405,18 +397,19 @@ def params_budget(source: str, dataset: str, key: str, tables: dict | None = Non
     name = str(source).split("+")[0]
     if name in (PUBLISHED, REFERENCE):
         return AUTHORS_BUDGET
-    other = protocol not in (None, DEFAULT_PROTOCOL)
+    proto = get_protocol(protocol)
+    other = not proto.shared_sets
     if name.startswith("file:"):
         name = name[len("file:"):]
     elif name.startswith("tuned:") or name == TUNED:
-        name = str(tuned_params_path(protocol)) if other else TUNED
+        name = str(proto.tuned_params_path()) if other else TUNED
     elif name != TUNED_ATREC:
         return "-"
     cache = {} if tables is None else tables
-    slot = (protocol, name) if other else name
+    slot = (proto.name, name) if other else name
     if slot not in cache:
         try:
-            cache[slot] = _budget_table(name, protocol) if other else load_param_table(name)
+            cache[slot] = _budget_table(name, proto) if other else load_param_table(name)
         except AtrecError:
             cache[slot] = ({}, name)
     entry = (cache[slot][0].get(dataset) or {}).get(key)

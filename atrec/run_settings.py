@@ -1,4 +1,4 @@
-"""The experimental protocol as plain data: training settings and the fixed seeds
+"""Run settings as plain data: the training schedules, the fixed seeds and the budgets
 (docs/protocol.md).
 
 This module imports no TensorFlow, so that options, parameter files, records and reports can be
@@ -11,12 +11,17 @@ Fixed seeds, each with one home here:
   so all seeds draw the same batch positions (``--batch-seed fixed``).
 - :data:`TUNING_SEED` (12345): the split on which a tuning trial is measured.
 - :data:`SAMPLER_SEED` (123): Optuna's TPE sampler seed.
-- The MCAR split seed is :data:`atrec.data.splits.MCAR_SPLIT_SEED` (a property of the split).
+- The MCAR split seed is :data:`atrec.data.splits.MCAR_SPLIT_SEED` (a property of the split),
+  ``ijcai2022``'s slice seed :data:`atrec.protocols.ijcai2022.MCAR_SLICE_SEED`.
+
+The schedules, each class with its home here: :class:`Schedule` (what a protocol declares),
+:class:`TrainSettings` and :class:`ATSettings` (one run's steps, alone or in AT) and
+:class:`EpochSettings` (the binary protocols' epochs, capped at :data:`MAX_EPOCHS`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 LOSSES = ("snips", "ips")
 AUTHORS_BATCH_SEED = 12345
@@ -36,6 +41,11 @@ AT_SAMPLER = "survivor-mask"
 # How the bias terms start: N(0, 0.01^2) with b = 0.001 (the Saito 2020 code), or all zero (the
 # IJCAI 2022 code). Embedding tables are Glorot-uniform under both.
 BIAS_INITS = ("normal", "zero")
+# The binary protocols' epochs: the reference code's num_epoch (binary-clean's cap too) and the
+# epochs binary-clean waits for a better validation criterion.
+MAX_EPOCHS = 1000
+PATIENCE = 5
+SCHEDULE_KINDS = ("steps", "epochs")
 
 
 def _check_bias_init(value: str) -> None:
@@ -154,3 +164,79 @@ def settings_dict(settings: TrainSettings | None, at_settings: ATSettings | None
     if with_at:
         return (at_settings or ATSettings()).as_dict()
     return (settings or TrainSettings()).as_dict()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a method trains under a protocol and the defaults it starts from.
+
+    ``kind``: ``steps`` (a fixed number of steps, the reported step the one of lowest
+    validation criterion, first on ties) or ``epochs`` (the binary protocols' epochs of
+    shuffled full batches, :mod:`atrec.learners.epochs`; ``steps`` is then the cap on epochs and
+    a method's parameters give its batch size and learning rate); ``steps``, ``batch_size`` (drawn with replacement),
+    ``learning_rate``, ``adam_epsilon`` (added to ``sqrt(v)`` as TensorFlow 1 does),
+    ``bias_init`` (:data:`atrec.run_settings.BIAS_INITS`; tables are Glorot-uniform), ``l2``
+    (``whole-table``: ``lam * sum of l2`` over every row of every table, every step) and
+    ``batch_seed`` (NumPy's generator reset to it before every run).
+    """
+
+    kind: str = "steps"
+    steps: int = 500
+    batch_size: int = 1024
+    learning_rate: float = 0.01
+    adam_epsilon: float = 1e-8
+    bias_init: str = "normal"
+    l2: str = "whole-table"
+    batch_seed: int = AUTHORS_BATCH_SEED
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEDULE_KINDS:
+            raise ValueError(f"unknown schedule kind '{self.kind}': choose from "
+                             f"{', '.join(SCHEDULE_KINDS)}")
+        if self.bias_init not in BIAS_INITS:
+            raise ValueError(f"unknown bias_init '{self.bias_init}': choose from "
+                             f"{', '.join(BIAS_INITS)}")
+        if self.l2 != "whole-table":
+            raise ValueError(f"unknown l2 form '{self.l2}': only 'whole-table' is implemented")
+        if self.adam_epsilon != 1e-8:
+            raise ValueError(f"adam_epsilon {self.adam_epsilon!r}: the compiled loops use "
+                             f"TensorFlow 1's 1e-8")
+        TrainSettings(steps=self.steps, batch_size=self.batch_size,
+                      learning_rate=self.learning_rate)  # the same checks as a run's
+
+    def describe(self) -> str:
+        """``2500 steps of 2048, lr 0.01, zero biases, Adam eps 1e-08, whole-table L2``."""
+        if self.kind == "epochs":
+            return (f"epochs of shuffled full batches (up to {self.steps}), PyTorch's Adam, "
+                    f"per-method batch size, learning rate and weight decay")
+        return (f"{self.steps} steps of {self.batch_size}, lr {self.learning_rate:g}, "
+                f"{self.bias_init} biases, Adam eps {self.adam_epsilon:g}, {self.l2} L2")
+
+
+def form_value(forms: str) -> str:
+    """A record's ``forms`` setting in today's words: ``reference`` (older records) is
+    ``coded``."""
+    return "coded" if forms == "reference" else forms
+
+
+@dataclass(frozen=True)
+class EpochSettings:
+    """How a binary method trains under a protocol: ``stopping`` (``reference``: the code's rule
+    on the training loss, last epoch evaluated; ``validation``: early stopping on the validation
+    criterion with ``patience``), ``max_epochs``, and ``forms`` (``coded``: each method as
+    its code computes it; ``corrected``: the corrected forms): the default of a method's
+    ``form`` option, and in a record the form that ran. Records made before the option say
+    ``reference`` for ``coded`` (:func:`form_value`)."""
+
+    stopping: str = "reference"
+    patience: int = PATIENCE
+    max_epochs: int = MAX_EPOCHS
+    forms: str = "coded"
+
+    def __post_init__(self) -> None:
+        if self.forms not in ("coded", "corrected", "reference"):
+            raise ValueError(f"forms must be coded or corrected, got {self.forms!r}")
+        object.__setattr__(self, "forms", form_value(self.forms))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
