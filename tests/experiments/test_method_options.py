@@ -121,7 +121,7 @@ def test_options_are_one_syntax_and_nonsense_is_one_line():
     assert expand_methods(["dr,dr-coded,dr[form=coded]"], "binary-icde24") == ["dr"]
     assert expand_methods(["dr-jl[weighting=mrdr,blocks=20x20],mf-ips"]) == [
         "dr-jl+weighting=mrdr+blocks=20x20", "mf-ips"]
-    assert len(expand_methods(["all"], "binary-clean", ["form=all"])) == 33
+    assert len(expand_methods(["all"], "binary-clean", ["form=all"])) == 35   # 22 + 13 forms
     for values, options, message in [
             (["dr[form=textbook]"], (), "option form takes coded, corrected, got 'textbook'"),
             (["mf[form=coded]"], (), "method 'mf' has no option 'form'"),

@@ -14,6 +14,9 @@ PROTOCOLS = protocol_names()
 # a method each protocol runs, and one it does not (or None)
 METHOD = {p: "mf-ips" for p in PROTOCOLS}
 FOREIGN = {p: ("cause" if get_protocol(p).view == "binary" else "dt-ips") for p in PROTOCOLS}
+# a dataset each protocol trains on (the truth protocols: ML-100K alone), and a misspelling of it
+DATASET = {p: get_protocol(p).datasets[0] for p in PROTOCOLS}
+MISSPELT = {"coat": "caot", "ml-100k": "ml-10k", "yahoo": "yaho"}
 
 
 def test_all_four_protocols_are_covered():
@@ -43,7 +46,8 @@ def _flag(protocol):
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("command", ["train", "run", "tune"])
 def test_neither_at_flag_means_both(protocol, command, folders, asked):
-    args = [command, "--dataset", "coat", "--method", METHOD[protocol], "--propensity", "item",
+    args = [command, "--dataset", DATASET[protocol], "--method", METHOD[protocol], "--propensity",
+            "item",
             "--quiet", *_flag(protocol)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -55,7 +59,7 @@ def test_neither_at_flag_means_both(protocol, command, folders, asked):
 @pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if get_protocol(p).view == "binary"])
 def test_methods_that_cannot_serve_in_at_are_skipped_with_a_note(protocol, folders, asked):
     result = CliRunner().invoke(main, ["train", "--method", "all", "--with-at", "--quiet",
-                                       *_flag(protocol)])
+                                       "--dataset", DATASET[protocol], *_flag(protocol)])
     assert result.exit_code == 0, result.output
     assert "note: multi-ips" in result.output and "cannot serve in AT" in result.output
     assert "multi-ips" in asked[0].methods
@@ -64,7 +68,8 @@ def test_methods_that_cannot_serve_in_at_are_skipped_with_a_note(protocol, folde
 @pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if get_protocol(p).view == "binary"])
 def test_a_binary_method_with_its_own_propensity_says_so(protocol, folders, asked):
     result = CliRunner().invoke(main, ["train", "--method", "mf-ips,dt-ips,mf", "--propensity",
-                                       "item", "--quiet", *_flag(protocol)])
+                                       "item", "--quiet", "--dataset", DATASET[protocol],
+                                       *_flag(protocol)])
     assert result.exit_code == 0, result.output
     assert ("note: mf-ips, dt-ips weight by their own propensity (learned in the run): "
             "--propensity item does not apply to them") in result.output
@@ -81,8 +86,9 @@ def test_names_misspelt_or_of_another_view_are_one_line_with_a_hint(protocol, fo
     assert foreign.exit_code == 2 and len(foreign.output.strip().splitlines()) == 1
     assert f"method '{FOREIGN[protocol]}' under protocol '{protocol}': it is a" \
         in foreign.output and "give --protocol" in foreign.output
-    dataset = CliRunner().invoke(main, ["train", "--dataset", "caot", *_flag(protocol)])
-    assert dataset.exit_code == 2 and "did you mean 'coat'?" in dataset.output
+    name = DATASET[protocol]
+    dataset = CliRunner().invoke(main, ["train", "--dataset", MISSPELT[name], *_flag(protocol)])
+    assert dataset.exit_code == 2 and f"did you mean '{name}'?" in dataset.output
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -121,7 +127,7 @@ def test_a_corrupt_records_hint_keeps_its_protocol(protocol):
 def test_tune_says_what_it_optimises_where_there_is_no_validation_split(protocol, folders,
                                                                         asked):
     result = CliRunner().invoke(main, ["tune", "--method", METHOD[protocol], "--propensity",
-                                       "item", *_flag(protocol)])
+                                       "item", "--dataset", DATASET[protocol], *_flag(protocol)])
     assert result.exit_code == 0, result.output
     said = "has no validation split: each trial's objective is its last epoch's training loss"
     assert (said in result.output) == (not get_protocol(protocol).has_validation)

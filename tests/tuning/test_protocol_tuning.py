@@ -29,7 +29,9 @@ from atrec.tuning.configs import (
 # one configuration per protocol that train runs with its default sets
 CASES = {"saito2020": ("item", False, "mf-ips"), "ijcai2022": ("item", False, "mf-ips"),
          "binary-icde24": (NO_PROPENSITY, False, "mf-ips"),
-         "binary-clean": (NO_PROPENSITY, False, "mf-ips")}
+         "binary-clean": (NO_PROPENSITY, False, "mf-ips"),
+         **{p: (NO_PROPENSITY, False, "mf-ips") for p in protocol_names()
+            if p.startswith("binary-truth")}}
 
 
 def test_every_protocol_is_covered():
@@ -40,9 +42,10 @@ def test_every_protocol_is_covered():
 def test_the_default_first_trial_is_what_train_would_use(protocol, tmp_path, monkeypatch):
     monkeypatch.setenv("ATREC_RESULTS_DIR", str(tmp_path))
     propensity, with_at, method = CASES[protocol]
-    train_values, train_label = get_params(default_params(protocol), "coat", propensity, with_at,
-                                           method, protocol)
-    values, label = chain_start("coat", propensity, with_at, method, start_params(protocol),
+    dataset = get_protocol(protocol).datasets[0]     # the truth protocols: ML-100K alone
+    train_values, train_label = get_params(default_params(protocol), dataset, propensity,
+                                           with_at, method, protocol)
+    values, label = chain_start(dataset, propensity, with_at, method, start_params(protocol),
                                 protocol)
     assert (values, label) == (train_values.as_dict(), train_label)
     assert check_start(None, protocol) == start_params(protocol)
