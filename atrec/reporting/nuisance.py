@@ -33,10 +33,19 @@ def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
         if flags:
             entry["seeds"].append(r.get("seed"))
             for f in flags:
-                reason = " ".join(w for w in f.split() if not _number(w))
+                reason = _without_value(f)
                 if reason not in entry["reasons"]:
                     entry["reasons"].append(reason)
     return {k: v for k, v in out.items() if v["seeds"]}
+
+
+def _without_value(flag: str) -> str:
+    """A flag's reason without the measured value, its first number, so that seeds' reasons
+    coincide (``propensity AUC 0.512 <= 0.6`` -> ``propensity AUC <= 0.6``); the threshold
+    stays."""
+    words = flag.split()
+    first = next((i for i, w in enumerate(words) if _number(w)), None)
+    return " ".join(w for i, w in enumerate(words) if i != first)
 
 
 def _number(word: str) -> bool:

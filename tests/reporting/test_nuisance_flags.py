@@ -31,7 +31,7 @@ def test_flagged_runs_count_seeds_and_name_reasons_once():
     assert list(got) == [("coat", "mf-ips", NO_PROPENSITY)]
     entry = got[("coat", "mf-ips", NO_PROPENSITY)]
     assert entry["seeds"] == [0, 2] and entry["of"] == 3
-    assert entry["reasons"] == ["propensity AUC <=", "mean weight outside [0.8, 1.2]"]
+    assert entry["reasons"] == ["propensity AUC <= 0.6", "mean weight outside [0.8, 1.2]"]
     assert flagged_runs(records, ["tuned"]) == {}
     note = flag_notices(got, lambda m: "IPS")[0]
     assert note.startswith(f"{FLAG_MARK} coat IPS: 2 of 3 seeds")
