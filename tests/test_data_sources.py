@@ -72,3 +72,22 @@ def test_make_passes_the_variables_atrec_reads_without_overwriting_them(tmp_path
     given = {"ATREC_SHARED_DATA": str(shared), "ATREC_COAT_SOURCE": "/my/coat.zip",
              "ATREC_ML_100K_SOURCE": "/my/ml-100k", "ATREC_YAHOO_SOURCE": "/my/R3.tgz"}
     assert _make_sources(given) == "/my/coat.zip|/my/ml-100k|/my/R3.tgz"
+
+
+def test_atrec_download_reads_the_same_variable(tmp_path, monkeypatch):
+    """`atrec download coat` without --source installs the copy ATREC_COAT_SOURCE names (CI's
+    regression gate relies on it), and a variable naming nothing is one line naming it."""
+    from click.testing import CliRunner
+
+    from atrec.cli import main
+    from conftest import SHARED
+
+    monkeypatch.setenv("ATREC_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ATREC_COAT_SOURCE", str(SHARED / "coat"))
+    ok = CliRunner().invoke(main, ["download", "coat", "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "data" / "coat" / "raw" / "train.ascii").is_file()
+    monkeypatch.setenv("ATREC_COAT_SOURCE", str(tmp_path / "nowhere"))
+    bad = CliRunner().invoke(main, ["download", "coat", "--quiet", "--force"])
+    assert bad.exit_code != 0 and "ATREC_COAT_SOURCE" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1

@@ -16,7 +16,8 @@ from atrec.reporting.tables import render
 @click.argument("name")
 @click.option("--source", type=click.Path(path_type=str), default=None,
               help="Use this local copy instead of the official URL: an archive (.zip, .tar.gz, "
-                   ".tgz), a folder, or a single file.")
+                   ".tgz), a folder, or a single file. Default: the copy ATREC_<NAME>_SOURCE "
+                   "names (ATREC_COAT_SOURCE, ATREC_ML_100K_SOURCE), else the official URL.")
 @click.option("--force", is_flag=True, help="Fetch and verify again even if a valid copy is there.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
 @friendly_errors

@@ -153,12 +153,12 @@ def env_source(name: str) -> str | None:
     return settings.current().source(name)
 
 
-def download_from_env(name: str, quiet: bool = False) -> DownloadResult:
+def download_from_env(name: str, quiet: bool = False, force: bool = False) -> DownloadResult:
     """:func:`download` ``name`` from ``ATREC_<NAME>_SOURCE`` (else the official URL); a failure
     names the variable and the dataset, since the user typed neither on this command line."""
     source = env_source(name)
     try:
-        return download(name, source=source, quiet=quiet)
+        return download(name, source=source, quiet=quiet, force=force)
     except AtrecError as exc:
         if source is None:
             raise
@@ -170,12 +170,16 @@ def download_many(name: str, source: str | Path | None = None, quiet: bool = Fal
                   force: bool = False) -> list[DownloadResult]:
     """:func:`download` every dataset a NAME argument names (:func:`resolve_names`).
 
-    ``source`` serves one dataset only, so it is refused when NAME names several.
+    ``source`` serves one dataset only, so it is refused when NAME names several. Without it,
+    each dataset comes from the local copy its ``ATREC_<NAME>_SOURCE`` names, as
+    ``make reproduce``, ``atrec run`` and the tests take it, else from the official URL.
     """
     names = resolve_names(name)
     if source is not None and len(names) > 1:
         raise AtrecError(f"--source gives one dataset, but '{name}' names {', '.join(names)}: "
                          f"download them one at a time")
+    if source is None:
+        return [download_from_env(n, quiet=quiet, force=force) for n in names]
     return [download(n, source=source, quiet=quiet, force=force) for n in names]
 
 
