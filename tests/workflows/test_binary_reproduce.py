@@ -89,7 +89,7 @@ def test_plan_trains_the_values_the_report_reads(tmp_path, monkeypatch):
 def _readme_gap_section() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("- **The protocol gap on Coat**")
-    return text[start:text.index("- **The protocol gap on Yahoo", start)]
+    return text[start:text.index("† reads MCAR labels", start)]
 
 
 def test_the_route_trains_what_the_readme_reports():
