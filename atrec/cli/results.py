@@ -29,7 +29,7 @@ from atrec.paths import require_writable
 from atrec.protocols import get_protocol
 from atrec.reporting.benchmark_render import benchmark_report
 from atrec.reporting.check import check, render_check
-from atrec.reporting.protocol_gap import gap_reports
+from atrec.reporting.protocol_gap_report import gap_reports
 from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.truth_alpha import alpha_report
 from atrec.reporting.report import report

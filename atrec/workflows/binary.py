@@ -37,7 +37,8 @@ from atrec.methods.registry import every_form
 from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
-from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS, gap_reports
+from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS
+from atrec.reporting.protocol_gap_report import gap_reports
 from atrec.params.lookup import chain_sets, get_params
 
 GAP_FILE = "protocol_gap.md"

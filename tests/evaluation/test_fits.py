@@ -149,7 +149,7 @@ def test_a_fit_that_ranks_nothing_on_its_validation_pairs_fails(val_auc, failed)
 
 
 def test_the_protocol_gap_marks_and_counts_a_failed_seed(tmp_path):
-    from atrec.reporting.protocol_gap import gap_report
+    from atrec.reporting.protocol_gap_report import gap_report
 
     for protocol in ("binary-icde24", "binary-clean"):
         root = tmp_path / PROTOCOLS_FOLDER / protocol

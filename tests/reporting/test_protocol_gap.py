@@ -32,7 +32,8 @@ from atrec.names import NO_PROPENSITY, config_key
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BINARY_CLEAN_METRICS
 from atrec.reporting.benchmark_render import benchmark_report
-from atrec.reporting.protocol_gap import gap_figure, gap_report, gap_rows, protocol_gap
+from atrec.reporting.protocol_gap import protocol_gap
+from atrec.reporting.protocol_gap_report import gap_figure, gap_report, gap_rows
 from atrec.reporting.tables import FORMATS
 from atrec.results.records import record_path, save_record
 from atrec.workflows.binary import write_gap_report
