@@ -39,7 +39,7 @@ from atrec.names import (  # noqa: F401
     TRACE_NAMES,
 )
 from atrec.propensity.registry import propensity_order
-from atrec.protocols import protocol_flag
+from atrec.evaluation.record_checks import check_record, describe_record
 from atrec.params.lookup import NAMED_SETS, PUBLISHED
 from atrec.results.records import iter_records, params_label, record_label
 
@@ -219,33 +219,6 @@ def _cell_order(key: tuple) -> tuple:
     return (*dataset_order(dataset), p, propensity, with_at, metric_order(metric))
 
 
-def _describe(record: dict) -> str:
-    return (f"{record.get('dataset')}/{record.get('propensity')}"
-            f"{' with AT' if record.get('with_at') else ''} seed {record.get('seed')}")
-
-
-def _train_again(record: dict) -> str:
-    """``'atrec train'`` with the ``--protocol`` the record was made under, if not the default."""
-    block = record.get("protocol")
-    name = block.get("name") if isinstance(block, dict) else None
-    return f"'atrec train{protocol_flag(name)}'"
-
-
-def _check_record(record: dict) -> None:
-    if not isinstance(record, dict):
-        raise AtrecError("a result record is not a JSON object: delete the files under "
-                         "<results>/runs that atrec did not write, or rerun 'atrec train'")
-    for key in ("dataset", "propensity", "with_at", "seed", "params_source", "metrics"):
-        if key not in record:
-            raise AtrecError(
-                f"result record of {_describe(record)} lacks {key!r}: delete it and rerun "
-                f"{_train_again(record)} to recompute it"
-            )
-    if not isinstance(record["metrics"], dict):
-        raise AtrecError(f"result record of {_describe(record)} has malformed 'metrics': delete "
-                         f"it and rerun {_train_again(record)} to recompute it")
-
-
 def summarize(records: Iterable[dict], params: str = PUBLISHED,
               datasets: Iterable[str] | None = None,
               expected_seeds: int = EXPECTED_SEEDS, method: str = DEFAULT_METHOD) -> Summary:
@@ -268,7 +241,7 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
     boot: dict[tuple, dict[int, np.ndarray]] = {}
     failures: dict[tuple, dict[int, str]] = {}
     for record in records:
-        _check_record(record)
+        check_record(record)
         if wanted is not None and record["dataset"] not in wanted:
             continue
         if record_label(record) != params or base_method(record) != method:
@@ -292,11 +265,11 @@ def summarize(records: Iterable[dict], params: str = PUBLISHED,
             if value is None:
                 continue
             if not math.isfinite(float(value)):
-                notes.append(f"{_describe(record)}: {metric} is {value}; left out of the mean")
+                notes.append(f"{describe_record(record)}: {metric} is {value}; left out of the mean")
                 continue
             slot = values.setdefault((dataset, propensity, with_at, metric), {})
             if seed in slot:
-                notes.append(f"{_describe(record)}: duplicate record; the first one is used")
+                notes.append(f"{describe_record(record)}: duplicate record; the first one is used")
                 continue
             slot[seed] = float(value)
         if with_at and record.get("trace"):

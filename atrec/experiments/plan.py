@@ -24,8 +24,8 @@ from atrec.params.lookup import (
     chain_sets,
     get_params,
     missing_values_error,
-    params_budget,
 )
+from atrec.params.budget import params_budget
 
 
 def ensure_data(name: str, quiet: bool = False) -> RatingData:

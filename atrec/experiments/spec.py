@@ -39,7 +39,7 @@ class RunSpec:
     method: str = DEFAULT_METHOD
     # a registered protocol (atrec.protocols), resolved once: a name is resolved here
     protocol: Protocol | str | None = None
-    # how the values were made ("authors", "50 trials"; atrec.params.lookup.params_budget), stored
+    # how the values were made ("authors", "50 trials"; atrec.params.budget.params_budget), stored
     # in each record so that a table reads it from the run, not from today's parameter file
     params_budget: str | None = field(default=None, compare=False)
 

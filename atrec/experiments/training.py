@@ -14,7 +14,7 @@ from atrec.experiments.plan import TrainRequest, ensure_data, plan_request  # no
 from atrec.experiments.progress import StageProgress
 from atrec.experiments.groups import ConfigOutcome, ConfigPlan
 from atrec.propensity.registry import propensity_label
-from atrec.params.lookup import params_budget
+from atrec.params.budget import params_budget
 
 
 def train(request: TrainRequest, root=None, progress=None, scheduler: str | None = None,

@@ -331,18 +331,6 @@ def protocol_chain_lookup(sets, dataset: str, key: str, method: str,
     return None
 
 
-def _budget_table(name: str, protocol: Protocol) -> tuple[dict, str]:
-    """The table behind ``name`` under a protocol with sets of its own: its shipped
-    ``tuned-atrec`` file, or a tuned parameter file (the protocol's own, or one named)."""
-    if name == TUNED_ATREC:
-        ref = resources.files("atrec") / "resources" / protocol_shipped_file(protocol)
-        return yaml.safe_load(ref.read_text()) or {}, name
-    path = Path(name)
-    if not path.is_file():
-        raise AtrecError(f"no parameter file at {path}")
-    return _read_yaml(path, "parameter") or {}, name
-
-
 def protocol_shipped_file(protocol: Protocol | str) -> str:
     """The file in ``atrec/resources`` of a protocol's shipped ``tuned-atrec`` values."""
     return f"{get_protocol(protocol).name.replace('-', '_')}_tuned_params.yaml"
@@ -381,37 +369,3 @@ def method_reference_params(method: str, protocol: str | None = None) -> dict:
     own = method_class(method, protocol).reference_params
     stand_ins = get_protocol(protocol).reference_from
     return {**own, **{d: own[s] for d, s in stand_ins.items() if s in own}}
-
-
-AUTHORS_BUDGET = "authors"   # the budget shown for values as their authors published them
-
-
-def params_budget(source: str, dataset: str, key: str, tables: dict | None = None,
-                  protocol: Protocol | str | None = None) -> str:
-    """How the values of one configuration were made, for tables: ``authors`` for the
-    ``published`` and ``reference`` sets, ``<n> trials`` (per study) for a tuned set or file
-    whose entry records its trials, ``-`` when unknown. ``source``: a set name, a provenance
-    label (``tuned:PATH``, ``file:PATH``) or a record's label; ``protocol``: whose
-    ``tuned-atrec`` and ``tuned`` files are meant (default: ``saito2020``'s); ``tables``
-    caches loaded sets."""
-    name = str(source).split("+")[0]
-    if name in (PUBLISHED, REFERENCE):
-        return AUTHORS_BUDGET
-    proto = get_protocol(protocol)
-    other = not proto.shared_sets
-    if name.startswith("file:"):
-        name = name[len("file:"):]
-    elif name.startswith("tuned:") or name == TUNED:
-        name = str(proto.tuned_params_path()) if other else TUNED
-    elif name != TUNED_ATREC:
-        return "-"
-    cache = {} if tables is None else tables
-    slot = (proto.name, name) if other else name
-    if slot not in cache:
-        try:
-            cache[slot] = _budget_table(name, proto) if other else load_param_table(name)
-        except AtrecError:
-            cache[slot] = ({}, name)
-    entry = (cache[slot][0].get(dataset) or {}).get(key)
-    trials = entry.get("trials") if isinstance(entry, dict) else None
-    return f"{trials} trials" if isinstance(trials, int) else "-"

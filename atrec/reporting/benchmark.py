@@ -72,7 +72,8 @@ from atrec.reporting.common import (
 )
 from atrec.reporting.nuisance import flag_notices, flagged_runs
 from atrec.reporting.report import no_results_error
-from atrec.params.lookup import PUBLISHED, params_budget
+from atrec.params.budget import params_budget
+from atrec.params.lookup import PUBLISHED
 from atrec.results.records import iter_records, record_label
 
 BASELINE = DEFAULT_METHOD          # the tests' baseline under the 1-5 star protocols
@@ -172,7 +173,7 @@ def row_sources(bench: Benchmark, dataset: str, method: str, propensity: str,
                 tables: dict | None = None) -> tuple[str, str]:
     """``(params, budget)`` of a row as text: the parameter set of its results and how its
     values were made, as its records name it (records made before they did: from the
-    parameter file, :func:`~atrec.params.lookup.params_budget`); ``A / B`` when the
+    parameter file, :func:`~atrec.params.budget.params_budget`); ``A / B`` when the
     runs without AT (A) and with AT (B) differ, ``-`` where there are no results."""
     sets, budgets = [], []
     for at in bench.at_options:

@@ -115,7 +115,7 @@ def test_report_export_and_check_without_results(protocol, folders):
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_corrupt_records_hint_keeps_its_protocol(protocol):
     from atrec.errors import AtrecError
-    from atrec.evaluation.summary import _check_record
+    from atrec.evaluation.record_checks import check_record as _check_record
 
     again = "'atrec train'" if get_protocol(protocol).is_default else (
         f"'atrec train --protocol {protocol}'")
