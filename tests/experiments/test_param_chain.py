@@ -13,9 +13,9 @@ from atrec.params.lookup import (
     DEFAULT_PARAMS,
     get_params,
     load_param_table,
-    params_budget,
     tune_commands_for,
 )
+from atrec.params.budget import params_budget
 
 
 @pytest.fixture
