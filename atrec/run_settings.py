@@ -45,6 +45,14 @@ BIAS_INITS = ("normal", "zero")
 # epochs binary-clean waits for a better validation criterion.
 MAX_EPOCHS = 1000
 PATIENCE = 5
+# binary-clean's one selection rule for every method (:class:`EpochSettings`): early stopping
+# and tuning on the pooled AUC of the MCAR slice carved from the training side, its patience
+# and its cap counted in optimiser steps (an epoch is 1 to about 100 steps, depending on the
+# batch size), so that no method's batch size buys it more or less patience.
+SELECTIONS = ("method", "mcar-auc")
+PATIENCE_UNITS = ("epochs", "steps")
+PATIENCE_STEPS = 300
+MAX_STEPS = 50_000
 SCHEDULE_KINDS = ("steps", "epochs")
 
 
@@ -226,17 +234,46 @@ class EpochSettings:
     criterion with ``patience``), ``max_epochs``, and ``forms`` (``coded``: each method as
     its code computes it; ``corrected``: the corrected forms): the default of a method's
     ``form`` option, and in a record the form that ran. Records made before the option say
-    ``reference`` for ``coded`` (:func:`form_value`)."""
+    ``reference`` for ``coded`` (:func:`form_value`).
+
+    ``selection``: what the validation criterion is, ``method`` (each method's own: its mean
+    cross-entropy on the MNAR validation part, propensity-weighted where it has propensities)
+    or ``mcar-auc`` (one rule for every method: ``1 -`` the pooled AUC of the predictor's
+    scores on the MCAR slice the protocol carves from the training side, which estimates the
+    MCAR test's AUC without reading a test label). ``unit``: what ``patience`` counts, epochs
+    or optimiser steps; with ``steps`` the main stage's cap is ``max_steps`` steps (and never
+    more than ``max_epochs`` epochs), and a run still improving when it hits the cap is flagged
+    in its record. The three are left out of :meth:`as_dict` at their defaults, so records
+    made before them keep their settings."""
 
     stopping: str = "reference"
     patience: int = PATIENCE
     max_epochs: int = MAX_EPOCHS
     forms: str = "coded"
+    selection: str = "method"
+    unit: str = "epochs"
+    max_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.forms not in ("coded", "corrected", "reference"):
             raise ValueError(f"forms must be coded or corrected, got {self.forms!r}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, "
+                             f"got {self.selection!r}")
+        if self.unit not in PATIENCE_UNITS:
+            raise ValueError(f"unit must be epochs or steps, got {self.unit!r}")
         object.__setattr__(self, "forms", form_value(self.forms))
 
+    def main_cap(self, steps_per_epoch: int) -> int:
+        """The epochs the main stage may run: ``max_epochs``, and with patience in steps no
+        more than ``ceil(max_steps / steps_per_epoch)``."""
+        if self.unit != "steps" or self.max_steps <= 0:
+            return self.max_epochs
+        return min(self.max_epochs, -(-self.max_steps // max(1, steps_per_epoch)))
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        for key, default in (("selection", "method"), ("unit", "epochs"), ("max_steps", 0)):
+            if out[key] == default:
+                del out[key]
+        return out

@@ -8,11 +8,14 @@ seed with the other seeds of its configuration):
    evaluated test pairs is below :data:`COLLAPSED_SD` (a near-constant predictor ranks by
    noise);
 2. **settled at the constant**: under a protocol that selects on validation data, its best
-   validation criterion is within :data:`CONSTANT_TOLERANCE` of ``ln 2`` and its scores' sd is
-   below :data:`NEAR_CONSTANT_SD`. Every criterion of the binary methods is a (weighted) mean
-   cross-entropy, on which the constant prediction 1/2 scores exactly ``ln 2``: such a fit
+   validation criterion is within the tolerance of the constant predictor's value and its
+   scores' sd is below :data:`NEAR_CONSTANT_SD` (:func:`criterion_constant`). A method's own
+   criterion (selection ``method``) is a (weighted) mean cross-entropy, on which the constant
+   prediction 1/2 scores exactly ``ln 2`` (tolerance :data:`CONSTANT_TOLERANCE`): such a fit
    predicts about 1/2 everywhere. (A criterion above ``ln 2`` with spread scores is an
    overconfident fit, as MF's N(0, 1) tables give, not a failed one: it can rank well.)
+   ``binary-clean``'s one rule (selection ``mcar-auc``) is ``1 -`` the AUC on the MCAR slice,
+   0.5 for a constant or random ranking (tolerance :data:`CHANCE_TOLERANCE`).
 3. **no ranking on validation data**: its pooled AUC on its own validation pairs (MNAR
    pairs held out of training: no test label) is below :data:`VAL_AUC_FLOOR`. On Coat under
    ``binary-clean`` a fit that learned anything scores about 0.7 there (MF tuned 0.71-0.73,
@@ -25,9 +28,12 @@ seed with the other seeds of its configuration):
    median, scaled to a normal sd). On Coat at ``binary-icde24``'s reference values, DT-DR's seed
    6 (AUC 0.535, the other seeds 0.72-0.74) is one.
 
-A tuning study has failed when its best trial's validation criterion is at least ``ln 2 -``
-:data:`CONSTANT_TOLERANCE`: no trial beat the constant prediction (:func:`at_constant`; a
-trial keeps no scores, so rules 1 to 4 do not apply to it).
+A tuning study has failed when its best trial's validation criterion is at least the constant
+predictor's value less its tolerance: no trial beat the constant prediction
+(:func:`at_constant`; a trial keeps no scores, so rules 1 to 4 do not apply to it).
+
+A run that the step cap stopped while still improving is not failed but flagged
+(``diagnostics["flags"]``): tables mark it as they mark degenerate nuisance models.
 
 The runner stores rules 1 to 3 in each record's ``diagnostics`` (:func:`fit_diagnostics`);
 summaries (:mod:`atrec.evaluation.summary`) add rule 4 where a configuration's seeds meet, leave
@@ -48,6 +54,10 @@ COLLAPSED_SD = 0.01
 NEAR_CONSTANT_SD = 0.05
 CONSTANT_LOSS = math.log(2.0)     # the cross-entropy of the constant prediction 1/2
 CONSTANT_TOLERANCE = 0.005
+# under selection mcar-auc the criterion is 1 - the AUC on the MCAR slice (232 pairs on Coat:
+# a random ranking's AUC has sd about 0.04 there, so "no better than chance" is 0.5 - 0.05)
+CHANCE_CRITERION = 0.5
+CHANCE_TOLERANCE = 0.05
 VAL_AUC_FLOOR = 0.55
 OUTLIER_METRIC = "auc"
 OUTLIER_MIN_SEEDS = 3
@@ -57,40 +67,60 @@ MAD_TO_SD = 1.4826
 FAILED_MARK = "‡"
 
 
-def at_constant(best_val_loss: float) -> bool:
-    """A study's best criterion no better than the constant 1/2's ``ln 2`` (module doc)."""
-    return math.isfinite(best_val_loss) and best_val_loss >= CONSTANT_LOSS - CONSTANT_TOLERANCE
+def at_constant(best_val_loss: float, selection: str | None = None) -> bool:
+    """A study's best criterion no better than the constant predictor's (``ln 2``, or 0.5
+    under ``mcar-auc``; module doc)."""
+    constant, tolerance, _ = criterion_constant(selection)
+    return math.isfinite(best_val_loss) and best_val_loss >= constant - tolerance
 
 
-def near_constant(best_val_loss: float, score_sd: float) -> bool:
-    """Rule 2: a criterion within the tolerance of ``ln 2`` and scores of small spread."""
-    return (math.isfinite(best_val_loss) and abs(best_val_loss - CONSTANT_LOSS)
-            <= CONSTANT_TOLERANCE and score_sd < NEAR_CONSTANT_SD)
+def near_constant(best_val_loss: float, score_sd: float, selection: str | None = None) -> bool:
+    """Rule 2: a criterion within the tolerance of the constant predictor's and scores of
+    small spread."""
+    constant, tolerance, _ = criterion_constant(selection)
+    return (math.isfinite(best_val_loss) and abs(best_val_loss - constant)
+            <= tolerance and score_sd < NEAR_CONSTANT_SD)
+
+
+def criterion_constant(selection: str | None) -> tuple[float, float, str]:
+    """``(value, tolerance, words)`` of the constant predictor under a selection rule
+    (:data:`atrec.run_settings.SELECTIONS`): ``ln 2`` for the methods' own cross-entropies,
+    ``0.5`` for ``mcar-auc`` (``1 -`` the AUC of a constant or random ranking)."""
+    if selection == "mcar-auc":
+        return CHANCE_CRITERION, CHANCE_TOLERANCE, "0.5 (1 - a random ranking's AUC)"
+    return CONSTANT_LOSS, CONSTANT_TOLERANCE, "ln 2 (the constant 1/2's)"
 
 
 def fit_diagnostics(scores: np.ndarray, best_val_loss: float, validated: bool,
-                    val_auc: float | None = None) -> dict:
+                    val_auc: float | None = None, selection: str | None = None,
+                    capped: bool = False) -> dict:
     """A record's ``diagnostics``: the test scores' sd, the best validation criterion's distance
-    to ``ln 2`` (``None`` when the protocol selects on no validation data), the validation
-    AUC (``None`` without validation pairs), and the verdict of rules 1 to 3 (``failed``,
-    ``reasons``)."""
+    to the constant predictor's (:func:`criterion_constant`; ``None`` when the protocol selects
+    on no validation data), the validation AUC (``None`` without validation pairs), the
+    verdict of rules 1 to 3 (``failed``, ``reasons``) and ``flags``: ``capped`` when the step
+    cap, not the stopping rule, ended the run (a flag, not a failure: the run is kept and
+    marked)."""
     sd = float(np.std(np.asarray(scores, np.float64)))
     reasons = []
     if sd < COLLAPSED_SD:
         reasons.append(f"collapsed: test scores' sd {sd:.2g} < {COLLAPSED_SD}")
     gap = None
+    constant, tolerance, words = criterion_constant(selection)
     if validated:
-        gap = float(best_val_loss) - CONSTANT_LOSS
-        if near_constant(float(best_val_loss), sd):
+        gap = float(best_val_loss) - constant
+        if near_constant(float(best_val_loss), sd, selection):
             reasons.append(f"at the constant: validation criterion {best_val_loss:.4f} within "
-                           f"{CONSTANT_TOLERANCE} of ln 2 (the constant 1/2's), scores' sd "
-                           f"{sd:.2g}")
+                           f"{tolerance} of {words}, scores' sd {sd:.2g}")
     if val_auc is not None and math.isfinite(val_auc) and val_auc < VAL_AUC_FLOOR:
         reasons.append(f"no ranking on validation: validation AUC {val_auc:.3f} < "
                        f"{VAL_AUC_FLOOR}")
-    return {"score_sd": sd, "val_minus_ln2": gap,
-            "val_auc": None if val_auc is None or not math.isfinite(val_auc) else float(val_auc),
-            "failed": bool(reasons), "reasons": reasons}
+    out = {"score_sd": sd, "val_minus_ln2" if selection != "mcar-auc" else
+           "val_minus_chance": gap,
+           "val_auc": None if val_auc is None or not math.isfinite(val_auc) else float(val_auc),
+           "failed": bool(reasons), "reasons": reasons}
+    if capped:
+        out["flags"] = ["capped: still improving when the step cap ended training"]
+    return out
 
 
 def record_failure(record: dict) -> str | None:

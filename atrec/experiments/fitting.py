@@ -138,11 +138,13 @@ def _records(data: RatingData, spec: RunSpec, seeds: list[int], inputs: Inputs,
             record["experiment"] = dict(spec.experiment)
         if protocol.view == "binary":   # failed-fit rules 1 to 3 (atrec.evaluation.fits)
             val = result.diagnostics.get("val_scores")
+            capped = result.diagnostics.get("capped")
             record["diagnostics"] = fit_diagnostics(
                 result.scores[k], float(result.best_val_loss[k]),
                 settings.get("stopping") == "validation",
                 None if val is None else global_auc(inputs.splits[k].val.user,
-                                                    inputs.splits[k].val.rating, val[k]))
+                                                    inputs.splits[k].val.rating, val[k]),
+                settings.get("selection"), bool(capped is not None and capped[k]))
             record["bootstrap"] = {   # the test-user resamples (atrec.evaluation.bootstrap)
                 "unit": "test user", "resamples": RESAMPLES, "seed": BOOTSTRAP_SEED,
                 "metrics": resampled_metrics(full.user, full.rating, result.scores[k],

@@ -187,12 +187,14 @@ class ReferenceRule:
 
 
 class Patience:
-    """Early stopping on a validation criterion (lower is better): stop once ``patience``
-    epochs in a row have not improved on the best; ``improved`` says which replicas set a new
-    best this epoch (their parameters are the ones kept)."""
+    """Early stopping on a validation criterion (lower is better), checked after every epoch:
+    stop once ``patience`` units have passed without improving on the best, an epoch counting
+    ``per_epoch`` units (1: patience in epochs; the epoch's optimiser steps: patience in
+    steps); ``improved`` says which replicas set a new best this epoch (their parameters are
+    the ones kept)."""
 
-    def __init__(self, replicas: int, patience: int) -> None:
-        self.patience = patience
+    def __init__(self, replicas: int, patience: int, per_epoch: int = 1) -> None:
+        self.patience, self.per_epoch = patience, per_epoch
         self.best = np.full(replicas, np.inf)
         self.best_epoch = np.full(replicas, -1, np.int64)
         self.wait = np.zeros(replicas, np.int64)
@@ -203,7 +205,7 @@ class Patience:
         self.improved = value < self.best
         self.best = np.where(self.improved, value, self.best)
         self.best_epoch = np.where(self.improved, epoch, self.best_epoch)
-        self.wait = np.where(self.improved, 0, self.wait + 1)
+        self.wait = np.where(self.improved, 0, self.wait + self.per_epoch)
         return self.wait >= self.patience
 
 

@@ -17,10 +17,11 @@ The truth is MovieLens 100K completed and converted to conversion rates ``c`` in
   pairs;
 - the observed cells (row-major order) are shuffled with ``s`` and cut 90/10 into training
   and validation parts, as ``binary-clean`` cuts the MNAR ratings; early stopping, selection,
-  tuning rules and the corrected forms are ``binary-clean``'s;
+  tuning rules and the corrected forms are ``binary-clean``'s (:data:`CLEAN_EPOCHS`);
 - the methods that read MCAR labels get :data:`MCAR_CELLS` cells drawn uniformly from all
   cells (``default_rng([2, s])``) with their labels ``y`` (the stand-in of ``binary-clean``'s
-  5% MCAR slice), never scored;
+  5% MCAR slice), never scored; they are also the slice ``binary-clean``'s one selection rule
+  reads for every method (``1 -`` their pooled AUC, patience in optimiser steps);
 - the test is every cell, its "rating" the true rate ``c``: the metrics of
   :mod:`atrec.evaluation.truth_metrics` (MSE and MAE of ``q`` against ``c`` beside them).
 
@@ -43,7 +44,7 @@ import numpy as np
 from atrec.data.ratings import RatingData, Ratings
 from atrec.data.splits import VALIDATION_FRACTION, Split, shuffle_cut
 from atrec.errors import AtrecError
-from atrec.protocols.binary import PATIENCE, EpochSettings, _Binary
+from atrec.protocols.binary import CLEAN_EPOCHS, CLEAN_SELECTION, _Binary
 from atrec.semisynthetic.forms import FORMS, propensity
 from atrec.semisynthetic.truth import DATASET, Truth, load_completion, truth_of
 
@@ -104,15 +105,15 @@ class TruthProtocol(_Binary):
     alpha: ClassVar[float] = 1.0
     view = "binary"
     metrics = TRUTH_METRICS
-    selection = (f"early stopping on the validation criterion, patience {PATIENCE}, best epoch "
-                 f"kept (as binary-clean)")
+    selection = CLEAN_SELECTION.replace("carved from the training side", "of uniform cells") \
+        + " (as binary-clean)"
     # reference first: the values the documented runs use; tuned-atrec: shipped, a small budget
     param_sets = ("reference", "tuned-atrec", "tuned")
     reference = "atrec's design (docs/semisynthetic.md); truth: Guo et al., SIGIR 2021"
     datasets = (DATASET,)
     reference_from: ClassVar[dict] = {DATASET: "yahoo"}
     seeds = 10
-    epochs = EpochSettings(stopping="validation", forms="corrected")
+    epochs = CLEAN_EPOCHS
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,8 +1,9 @@
-"""Runs whose nuisance models are degenerate, for the tables (issue 60).
+"""Flagged runs for the tables: degenerate nuisance models, and runs the step cap stopped.
 
 A binary record of a method with a learned propensity or an imputation model carries
 ``nuisance``: their diagnostics and ``flags``, the reasons a fit is degenerate
-(:mod:`atrec.methods.binary.nuisance`). A table marks the rows that hold such a run with
+(:mod:`atrec.methods.binary.nuisance`); a run that the step cap stopped while still improving
+carries ``diagnostics["flags"]`` (:func:`atrec.evaluation.fits.fit_diagnostics`). A table marks the rows that hold such a run with
 :data:`FLAG_MARK` and says in a notice how many seeds are flagged and why: a flagged run is no
 evidence about its method, so it is never silently averaged in.
 """
@@ -29,7 +30,8 @@ def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
         key = (r.get("dataset"), base_method(r), str(r.get("propensity")))
         entry = out.setdefault(key, {"seeds": [], "of": 0, "reasons": []})
         entry["of"] += 1
-        flags = (r.get("nuisance") or {}).get("flags") or []
+        flags = [*((r.get("nuisance") or {}).get("flags") or []),
+                 *((r.get("diagnostics") or {}).get("flags") or [])]
         if flags:
             entry["seeds"].append(r.get("seed"))
             for f in flags:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
-from atrec.evaluation.fits import CONSTANT_LOSS, CONSTANT_TOLERANCE, at_constant
+from atrec.evaluation.fits import at_constant, criterion_constant
 from atrec.experiments.fitting import validation_loss
 from atrec.methods.registry import configurations
 from atrec.names import DEFAULT_METHOD, config_key
@@ -227,13 +227,15 @@ def failed_study(outcome: StudyOutcome, protocol: str) -> str | None:
     """Why a study under a binary protocol failed: its best trial's validation criterion is no
     better than the constant 1/2's ``ln 2`` (rule 2 of :mod:`atrec.evaluation.fits`; a trial
     reads no test label, so rules 1 and 3 do not apply); ``None`` when it did not."""
-    if get_protocol(protocol).view != "binary" or outcome.best_value is None:
+    proto = get_protocol(protocol)
+    if proto.view != "binary" or outcome.best_value is None:
         return None
-    if not at_constant(outcome.best_value):
+    selection = getattr(getattr(proto, "epochs", None), "selection", None)
+    if not at_constant(outcome.best_value, selection):
         return None
+    constant, tolerance, words = criterion_constant(selection)
     return (f"its best validation criterion {outcome.best_value:.4f} is within "
-            f"{CONSTANT_TOLERANCE} of ln 2 = {CONSTANT_LOSS:.4f}, the constant 1/2's: every "
-            f"trial failed to fit")
+            f"{tolerance} of {constant:.4f}, {words}: every trial failed to fit")
 
 
 def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = None,

@@ -1,6 +1,7 @@
 """The binary protocols' splits against docs/protocols.md ("The binary protocols"), and
-binary-clean's promise: no test label reaches training, tuning or selection (a run with every test
-label flipped trains, selects and tunes exactly as the run with the true ones)."""
+binary-clean's promise: no test label reaches training, tuning or selection (a run with every
+evaluated test label flipped trains, selects and tunes exactly as the run with the true ones), and
+its one selection rule reads the MCAR slice carved from the training side."""
 
 from dataclasses import replace
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from atrec.data.ratings import Ratings
+from atrec.data.splits import MCAR_EVAL_FRACTION, MCAR_SPLIT_SEED, shuffle_cut
 from atrec.experiments.fitting import compute_group, validation_loss
 from atrec.experiments.spec import RunSpec
 from atrec.protocols import get_protocol
@@ -49,10 +51,15 @@ def test_clean_split_removes_the_slice_from_the_test_set(tiny_data):
     assert key(sp.test) == key(sp.test_full)
 
 
-def _flipped(data):
+def _flipped(data, part="test"):
+    """``data`` with the labels of binary-clean's evaluated test pairs (``part="test"``) or of
+    its MCAR slice carved from the training side (``part="slice"``) flipped."""
     t = data.test
-    return replace(data, test=Ratings(t.user, t.item, np.where(t.rating >= 3, 1, 5).astype(
-        t.rating.dtype)))
+    rest, evaluated = shuffle_cut(len(t), MCAR_EVAL_FRACTION, MCAR_SPLIT_SEED)
+    rows = evaluated if part == "test" else rest
+    flipped = t.rating.copy()
+    flipped[rows] = np.where(t.rating[rows] >= 3, 1, 5).astype(t.rating.dtype)
+    return replace(data, test=Ratings(t.user, t.item, flipped))
 
 
 @pytest.mark.parametrize("method", ["mf", "mf-ips"])
@@ -73,3 +80,18 @@ def test_no_test_label_reaches_training_or_selection_under_clean(small_mnar, met
     assert validation_loss(small_mnar, "none", False, params, method=method,
                            protocol="binary-clean") == validation_loss(
         _flipped(small_mnar), "none", False, params, method=method, protocol="binary-clean")
+
+
+def test_the_clean_selection_reads_the_mcar_slice(small_mnar):
+    """binary-clean's one rule selects on the MCAR slice carved from the training side: its
+    labels move the criterion (the slice is read), the test pairs' labels do not (above)."""
+    params = HyperParams.from_values({k: SMALL[k] for k in ("dim", "lam", "lr", "batch_size")})
+    spec = RunSpec(small_mnar.name, "none", False, params, "test", (0, 1), method="mf",
+                   protocol="binary-clean")
+    true, _ = compute_group(small_mnar, spec, [0, 1])
+    flip, _ = compute_group(_flipped(small_mnar, "slice"), spec, [0, 1])
+    for a, b in zip(true, flip):
+        assert a["trace"]["train_loss"][:2] == b["trace"]["train_loss"][:2]   # same training
+        assert a["trace"]["val_loss"][0] != b["trace"]["val_loss"][0]          # other criterion
+        assert a["protocol"]["settings"]["selection"] == "mcar-auc"
+        assert a["protocol"]["settings"]["unit"] == "steps"

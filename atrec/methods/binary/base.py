@@ -9,9 +9,12 @@ stages through a :class:`BinaryRun` and returns the predictor's parameters. The 
 evaluates them: test probabilities, MSE and MAE, the scores the ranking metrics read.
 
 Under ``binary-clean`` the main stage stops early on a validation criterion
-(:meth:`BinaryRun.criterion`): the method's propensity-weighted, self-normalised cross-entropy
-where it has propensities, else the plain mean cross-entropy; pre-training stages (a propensity
-model) keep the reference rule on their own loss, which reads no label.
+(:meth:`BinaryRun.criterion`), the same for every method: ``1 -`` the pooled AUC of the
+predictor's scores on the MCAR slice the protocol carves from the training side (selection
+``mcar-auc``), with patience and cap in optimiser steps; under a protocol whose selection is
+``method``, each method's own criterion (its propensity-weighted, self-normalised
+cross-entropy where it has propensities, else the plain mean cross-entropy). Pre-training
+stages (a propensity model) keep the reference rule on their own loss, which reads no label.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import numpy as np
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Patience, ReferenceRule, Stage, StageResult, run_stage
+from atrec.methods.binary.nuisance import auc
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter, Method, MethodResult
 from atrec.methods.options import Option
 from atrec.runtime import tf
+from atrec.run_settings import MAX_EPOCHS
 from atrec.runtime.threads import one_thread_per_op
 
 VIEW = "binary"
@@ -101,6 +106,24 @@ class BinaryRun:
                        "train_label": tf.constant(train["rating"], tf.float32)}
         self.val = {k: tf.constant(problem.val[k]) for k in ("user", "item")}
         self.val["label"] = tf.constant(problem.val["rating"], tf.float32)
+        self.select = self._selection_slice() if self.selects_on_mcar else None
+
+    @property
+    def selects_on_mcar(self) -> bool:
+        """Whether the main stage selects on the MCAR slice (selection ``mcar-auc``)."""
+        return self.clean and getattr(self.settings, "selection", "method") == "mcar-auc"
+
+    def _selection_slice(self) -> dict:
+        """Each replica's MCAR slice (``split.test_prior``: under ``binary-clean`` the 5% cut
+        once and removed from the test set), as ``[R, m]`` tensors and the labels in NumPy."""
+        slices = [sp.test_prior for sp in self.problem.splits]
+        if not slices or any(len(s) == 0 for s in slices):
+            raise ValueError("selection mcar-auc needs the protocol's MCAR slice (test_prior)")
+        if len({len(s) for s in slices}) != 1:
+            raise ValueError("selection mcar-auc needs MCAR slices of one size across seeds")
+        return {"user": tf.constant(np.stack([s.user for s in slices]), tf.int32),
+                "item": tf.constant(np.stack([s.item for s in slices]), tf.int32),
+                "label": np.stack([np.asarray(s.rating) for s in slices])}
 
     @property
     def corrected(self) -> bool:
@@ -168,7 +191,7 @@ class BinaryRun:
         n = self.n_train if source_size is None else source_size
         return run_stage(stage, params, hp, {**self.consts, **(consts or {})}, self.rngs, n,
                          self.num_users, self.num_items, rule or ReferenceRule(self.replicas),
-                         max_epochs=self.settings.max_epochs)
+                         max_epochs=min(self.settings.max_epochs, MAX_EPOCHS))
 
     def main(self, stage: Stage, params: dict, hp: dict, consts: dict | None,
              criterion: Callable, rule=None, source_size: int | None = None) -> StageResult:
@@ -177,19 +200,31 @@ class BinaryRun:
         ``source_size``: the primary source's size when it is not the training pairs (a stage
         with ``source="all"``: ``num_users * num_items``)."""
         consts = {**self.consts, **(consts or {})}
-        if self.clean:
-            rule = Patience(self.replicas, self.settings.patience)
         n = self.n_train if source_size is None else source_size
-        return run_stage(stage, params, hp, consts, self.rngs, n, self.num_users,
-                         self.num_items, rule or ReferenceRule(self.replicas),
-                         validate=criterion, max_epochs=self.settings.max_epochs)
+        steps = max(1, n // stage.batch_size)      # optimiser steps per epoch
+        cap = self.settings.max_epochs
+        if self.clean:
+            in_steps = getattr(self.settings, "unit", "epochs") == "steps"
+            rule = Patience(self.replicas, self.settings.patience, steps if in_steps else 1)
+            cap = self.settings.main_cap(steps) if in_steps else cap
+        res = run_stage(stage, params, hp, consts, self.rngs, n, self.num_users,
+                        self.num_items, rule or ReferenceRule(self.replicas),
+                        validate=criterion, max_epochs=cap)
+        if isinstance(rule, Patience):   # stopped by the cap, not the rule: flagged
+            res.extras["capped"] = (res.epochs >= cap) & (rule.wait < rule.patience)
+        return res
 
     def criterion(self, predict: Callable, weights: Callable | None = None,
                   live: bool = False) -> Callable:
         """The validation criterion of ``predict(params, users, items) -> q``: the mean
         cross-entropy on the validation part, self-normalised with ``weights(users, items) ->
         1/p`` when given; with ``live``, ``weights(params, users, items)`` reads the
-        parameters being trained (a propensity model trained with the predictor)."""
+        parameters being trained (a propensity model trained with the predictor).
+
+        Under selection ``mcar-auc`` every method gets the same criterion instead
+        (:meth:`mcar_criterion`), whatever ``weights`` it offers."""
+        if self.selects_on_mcar:
+            return self.mcar_criterion(predict)
         val = self.val
 
         @tf.function(jit_compile=True, autograph=False)
@@ -199,6 +234,21 @@ class BinaryRun:
             if weights is None:
                 return tf.reduce_mean(e, axis=-1)
             return losses.self_normalised(e, weights(params, u, i) if live else weights(u, i))
+
+        return value
+
+    def mcar_criterion(self, predict: Callable) -> Callable:
+        """``params -> [R]``: ``1 -`` the pooled AUC (ties counting half) of ``predict`` on
+        each replica's MCAR slice; 0.5 is a constant or random predictor's value."""
+        sel = self.select
+
+        @tf.function(jit_compile=True, autograph=False)
+        def scores(params):
+            return predict(params, sel["user"], sel["item"])
+
+        def value(params):
+            q = np.asarray(scores(params), np.float64)
+            return np.asarray([1.0 - auc(q[k], sel["label"][k]) for k in range(len(q))])
 
         return value
 
@@ -287,7 +337,15 @@ class BinaryMethod(Method):
         err = y - q.astype(np.float64)
         return MethodResult(np.mean(np.abs(err), axis=1), np.mean(err ** 2, axis=1),
                             np.asarray(best_step), np.asarray(best_val, np.float64), trace, q,
-                            traces, self.validation_scores(run, out.params), list(out.nuisance))
+                            traces, {**self.validation_scores(run, out.params),
+                                     **self.cap_flags(out.main)}, list(out.nuisance))
+
+    @staticmethod
+    def cap_flags(main: StageResult) -> dict:
+        """``{"capped": [R] bool}`` where the main stage's cap, not its rule, stopped a replica
+        (:meth:`BinaryRun.main`); empty when the stage had no validation rule."""
+        capped = main.extras.get("capped")
+        return {} if capped is None else {"capped": np.asarray(capped, bool)}
 
     def validation_scores(self, run: BinaryRun, params: dict) -> dict:
         """``{"val_scores": [R, n_val]}``: the evaluated predictor's probabilities on each

@@ -61,7 +61,10 @@ def weights(p1, p0, label):
 def label_weighted_criterion(run, predict: Callable, mu: Callable | None = None) -> Callable:
     """The validation criterion ``value(params) -> [R]``: ``sum w BCE(q, y) / sum w`` over the
     validation pairs, ``w`` the naive-Bayes weight of each pair's label (``mu(params)`` the
-    smoothing, 0 when None)."""
+    smoothing, 0 when None); under selection ``mcar-auc``, the one rule every method shares
+    (:meth:`~atrec.methods.binary.base.BinaryRun.criterion`)."""
+    if run.selects_on_mcar:
+        return run.criterion(predict)
     val, c = run.val, counts(run)
 
     @tf.function(jit_compile=True)
