@@ -27,7 +27,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
-from atrec.limits import MAX_TRIALS
+from atrec.limits import MAX_SPLITS, MAX_TRIALS
 from atrec.names import expand
 from atrec.paths import require_writable
 from atrec.run_settings import AUTHORS_BATCH_SEED, TUNING_BUDGET
@@ -38,6 +38,7 @@ from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
 from atrec.tuning.configs import check_start
 from atrec.tuning.export import kept_notes
+from atrec.tuning.splits import spread_lines
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
@@ -112,11 +113,19 @@ def run_command(**options) -> None:
                    "(saito2020: published,tuned-atrec,reference).")
 @click.option("--study-prefix", default="atrec", show_default=True,
               help="Studies are named <prefix>-<dataset>-[<method>/]<propensity>[-at].")
+@click.option("--splits", type=click.IntRange(1, MAX_SPLITS), default=1, show_default=True,
+              help="Validation splits each configuration is tuned on, one study each (run "
+                   "seeds 12345, 12346, ...; the first is the single-split study, the others "
+                   "named ...-seed<seed>). Each split's winner is measured on the other splits "
+                   "(at most N*(N-1) extra runs) and the one whose objective averaged over the "
+                   "splits is lowest is exported, with the spread of the splits' best values; "
+                   "every split's result goes to <results>/tuning_spread.json ('atrec report "
+                   "--table tuning-spread').")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
 @friendly_errors
 def tune_command(datasets, methods, propensities, with_at, without_at, trials, start, storage,
-                 study_prefix, fmt, quiet, protocol) -> None:
+                 study_prefix, splits, fmt, quiet, protocol) -> None:
     """Tune dim, lam (and epsilon with AT) with Optuna TPE; export the best to --params tuned.
 
     One study per dataset, method, propensity and with/without AT (search space: the method's
@@ -138,7 +147,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
         datasets=tuple(expand(datasets, get_protocol(protocol).datasets, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
         at_options=tuple(ats), trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(names), protocol=chosen, start=check_start(start, chosen))
+        methods=tuple(names), protocol=chosen, start=check_start(start, chosen), splits=splits)
     if not chosen.has_validation and not quiet:
         echo_notes([f"protocol '{protocol}' has no validation split: each trial's objective "
                     f"is its last epoch's training loss, so the values fit the "
@@ -155,6 +164,8 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
                       fmt, numparse=False))
     path = tuned_params_path(request.protocol)
     echo_notes(kept_notes(outcomes, path))
+    if not quiet:
+        echo_notes(spread_lines(outcomes))
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise AtrecError(f"{len(failed)} of {len(outcomes)} studies failed and were not "
