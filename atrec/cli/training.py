@@ -131,8 +131,9 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     One study per dataset, method, propensity and with/without AT (search space: the method's
     hyperparameters, 'atrec methods' lists them); objective: the lowest validation
     loss of one run on the seed-12345 split (binary-icde24, which has no validation part: the
-    last epoch's training loss). A study's best replaces a tuned entry only when it is no
-    worse. Rerun to resume a killed study. Start the same
+    last epoch's training loss); --splits N: on N splits, the spread of their best values
+    reported, the values best on average exported. A study's best replaces a tuned entry only
+    when it is no worse. Rerun to resume a killed study. Start the same
     command in several processes (or on several machines with one --storage) to share the
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at

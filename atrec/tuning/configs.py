@@ -2,6 +2,8 @@
 AT), named ``<prefix>-<dataset>-<config key>`` (e.g. ``atrec-coat-item-at``). Objective:
 :func:`atrec.experiments.fitting.validation_loss`, the lowest validation loss of one run on the
 seed-12345 split; search space: the method's (:class:`atrec.tuning.space.SearchSpace`).
+:func:`tune_config_splits` repeats a configuration's tuning on several splits
+(:mod:`atrec.tuning.splits`).
 
 Compilation: the objective passes ``lam`` and ``epsilon`` to the compiled loops as values, so a
 process compiles once per ``dim`` (at most 10 shapes) and every other trial costs one run (a

@@ -180,3 +180,29 @@ def test_report_shows_the_spread_and_cli_refuses_zero_splits(tmp_path, monkeypat
     assert empty.exit_code == 0 and "atrec tune --splits 3" in empty.stderr
     bad = CliRunner().invoke(main, ["tune", "--splits", "0"])
     assert bad.exit_code == 2 and "--splits" in bad.output
+
+
+@pytest.mark.slow
+def test_cli_tune_on_two_real_splits_measures_each_on_its_own_split(coat_dir, tmp_path):
+    """``atrec tune --splits 2`` on Coat (binary-clean, MF, one trial): two studies, each
+    measuring the shared first trial on its own split (so two values), the spread printed and
+    stored, one entry exported with its splits; a second call runs nothing."""
+    env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(tmp_path)}
+    args = ["tune", "--protocol", "binary-clean", "--dataset", "coat", "--method", "mf",
+            "--without-at", "--trials", "1", "--splits", "2"]
+    result = CliRunner().invoke(main, [*args, "--format", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert (row["study"], row["splits"], row["ran"]) == (BASE, 2, 2)
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    values = [optuna.load_study(study_name=split_study_name(BASE, seed), storage=url)
+              .trials[0].value for seed in split_seeds(2)]
+    assert values[0] != values[1]           # the same values, measured on two splits
+    assert f"best per split {TUNING_SEED}: {values[0]:.4f}" in result.stderr
+    root = tmp_path / "protocols" / "binary-clean"
+    entry = yaml.safe_load((root / "tuned_params.yaml").read_text())["coat"][KEY]
+    assert entry["splits"]["best_values"] == values
+    assert entry["best_value"] == pytest.approx(statistics.fmean(values))
+    assert set(json.loads((root / "tuning_spread.json").read_text())) == {BASE}
+    again = json.loads(CliRunner().invoke(main, [*args, "--format", "json"], env=env).stdout)
+    assert again[0]["ran"] == 0 and again[0]["best val loss"] == row["best val loss"]
