@@ -119,8 +119,8 @@ def run_command(**options) -> None:
                    "named ...-seed<seed>). Each split's winner is measured on the other splits "
                    "(at most N*(N-1) extra runs) and the one whose objective averaged over the "
                    "splits is lowest is exported, with the spread of the splits' best values; "
-                   "every split's result goes to <results>/tuning_spread.json ('atrec report "
-                   "--table tuning-spread').")
+                   "every split's result goes to tuning_spread.json beside the tuned parameter "
+                   "file ('atrec report --table tuning-spread').")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
 @friendly_errors
@@ -161,6 +161,8 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     finally:
         bars.close()
     objective = "best val loss" if chosen.has_validation else "best train loss"
+    if splits > 1:       # the exported values' objective averaged over the splits
+        objective = objective.replace("best ", "") + " (mean over splits)"
     click.echo(render(tune_rows(outcomes, numeric=fmt in ("csv", "json"), objective=objective),
                       fmt, numparse=False))
     path = tuned_params_path(request.protocol)

@@ -159,6 +159,27 @@ def test_the_rule_prefers_the_winner_that_holds_on_every_split():
     assert total.failed is None
 
 
+def test_an_entry_on_other_splits_is_replaced_not_compared(tmp_path):
+    """One split's best (another prefix's, 0.05) and a mean over two splits (0.2) are not the
+    same measure: the newer replaces the entry, whichever is lower."""
+    from atrec.tuning.export import export_best
+
+    path = tmp_path / "tuned_params.yaml"
+    single = _outcome(TUNING_SEED, 0.05, 10)
+    single.study, single.dataset, single.propensity = "other-coat-item", "coat", "item"
+    export_best([single], path)
+    outs = [_outcome(TUNING_SEED, 0.1, 20), _outcome(TUNING_SEED + 1, 0.3, 30)]
+    for o in outs:
+        o.dataset, o.propensity = "coat", "item"
+    total = combine(outs, lambda i, j: 0.3 if i == 0 else 0.1)
+    export_best([total], path)
+    entry = yaml.safe_load(path.read_text())["coat"]["item"]
+    assert total.kept is None and entry["dim"] == 20 and entry["splits"]["n"] == 2
+    assert entry["best_value"] == pytest.approx(0.2)
+    export_best([single], path)              # and a single split's does not stand beside it
+    assert yaml.safe_load(path.read_text())["coat"]["item"]["dim"] == 10
+
+
 def test_a_failed_split_fails_the_configuration():
     outs = [_outcome(0, 0.1, 10), _outcome(1, 0.69, 20, failed="at ln 2")]
     total = combine(outs, lambda i, j: 0.5)
@@ -205,4 +226,6 @@ def test_cli_tune_on_two_real_splits_measures_each_on_its_own_split(coat_dir, tm
     assert entry["best_value"] == pytest.approx(statistics.fmean(values))
     assert set(json.loads((root / "tuning_spread.json").read_text())) == {BASE}
     again = json.loads(CliRunner().invoke(main, [*args, "--format", "json"], env=env).stdout)
-    assert again[0]["ran"] == 0 and again[0]["best val loss"] == row["best val loss"]
+    key = "val loss (mean over splits)"
+    assert row[key] == pytest.approx(statistics.fmean(values))
+    assert again[0]["ran"] == 0 and again[0][key] == row[key]
