@@ -15,6 +15,7 @@ from test_tuning import FAST
 
 from atrec.cli import main
 from atrec.names import NO_PROPENSITY, config_key
+from atrec.params.budget import params_budget
 from atrec.params.lookup import HyperParams, get_params
 from atrec.run_settings import TUNING_SEED
 from atrec.tuning import study_name
@@ -101,6 +102,9 @@ def test_two_splits_make_two_studies_report_the_spread_and_export_the_mean_winne
     tuned, _ = get_params(str(tmp_path / "tuned_params.yaml"), "coat", NO_PROPENSITY, False,
                           "mf", "binary-clean")
     assert tuned.as_dict() == bests[chosen].params
+    # and tables say what the values cost
+    assert params_budget(f"file:{tmp_path / 'tuned_params.yaml'}", "coat", KEY,
+                         protocol="binary-clean") == "4 trials x 2 splits"
     # every split's result is stored beside the tuned file, and the report shows it
     record = json.loads((tmp_path / "tuning_spread.json").read_text())[BASE]
     assert [x["best_value"] for x in record["splits"]] == list(s.best_values)
