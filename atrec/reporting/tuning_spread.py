@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from atrec.propensity.registry import propensity_label
 from atrec.protocols import get_protocol
+from atrec.reporting.latex import latex_escape
 from atrec.reporting.tables import render
 from atrec.results.tuning_spread import read_spreads, spread_path
 
@@ -62,4 +63,7 @@ def spread_report(protocol: str | None = None, datasets: list[str] | None = None
     if not rows:
         return SpreadReport("", [f"no tuning on several splits in {path}: run 'atrec tune "
                                  f"--splits 3{get_protocol(protocol).flag}' first"])
+    if fmt == "latex":    # string cells are LaTeX there (batch_size, propensity labels)
+        rows = [{k: latex_escape(v) if isinstance(v, str) else v for k, v in r.items()}
+                for r in rows]
     return SpreadReport(render(rows, fmt, numparse=False), [])

@@ -73,7 +73,7 @@ def make_objective(data, propensity: str, with_at: bool, settings=None,
     """The protocol's objective for one configuration: ``params -> validation_loss(...)`` on
     the split (and model seed) ``seed``."""
     def objective(params: HyperParams) -> float:
-        return validation_loss(data, propensity, with_at, params, seed, settings=settings,
+        return validation_loss(data, propensity, with_at, params, seed=seed, settings=settings,
                                at_settings=at_settings, method=method, protocol=protocol)
 
     return objective

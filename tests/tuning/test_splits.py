@@ -201,6 +201,9 @@ def test_report_shows_the_spread_and_cli_refuses_zero_splits(tmp_path, monkeypat
     rows = json.loads(result.stdout)
     assert [r["split seed"] for r in rows] == list(split_seeds(2))
     assert sum(r["exported"] == "*" for r in rows) == 1
+    latex = CliRunner().invoke(main, ["report", "--table", "tuning-spread", "--protocol",
+                                      "binary-clean", "--format", "latex"])
+    assert latex.exit_code == 0 and r"batch\_size=" in latex.stdout
     empty = CliRunner().invoke(main, ["report", "--table", "tuning-spread"])
     assert empty.exit_code == 0 and "atrec tune --splits 3" in empty.stderr
     bad = CliRunner().invoke(main, ["tune", "--splits", "0"])
