@@ -212,16 +212,22 @@ def test_report_shows_the_spread_and_cli_refuses_zero_splits(tmp_path, monkeypat
 
 @pytest.mark.slow
 def test_cli_tune_on_two_real_splits_measures_each_on_its_own_split(coat_dir, tmp_path):
-    """``atrec tune --splits 2`` on Coat (binary-clean, MF, one trial): two studies, each
-    measuring the shared first trial on its own split (so two values), the spread printed and
-    stored, one entry exported with its splits; a second call runs nothing."""
+    """``atrec tune --splits 2`` on Coat (binary-clean, MF, one trial) after a plain tune: the
+    plain tune's study is the first split's and resumes; two studies, each measuring the shared
+    first trial on its own split (so two values), the spread printed and stored, one entry
+    exported with its splits; a second call runs nothing."""
     env = {"ATREC_DATA_DIR": str(coat_dir), "ATREC_RESULTS_DIR": str(tmp_path)}
     args = ["tune", "--protocol", "binary-clean", "--dataset", "coat", "--method", "mf",
-            "--without-at", "--trials", "1", "--splits", "2"]
+            "--without-at", "--trials", "1"]
+    # the single-split tuning first: --splits 2 then resumes its study and adds one
+    single = CliRunner().invoke(main, [*args, "--format", "json"], env=env)
+    assert single.exit_code == 0, single.output
+    assert [(r["study"], r["ran"]) for r in json.loads(single.stdout)] == [(BASE, 1)]
+    args += ["--splits", "2"]
     result = CliRunner().invoke(main, [*args, "--format", "json"], env=env)
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
-    assert (row["study"], row["splits"], row["ran"]) == (BASE, 2, 2)
+    assert (row["study"], row["splits"], row["ran"]) == (BASE, 2, 1)
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     values = [optuna.load_study(study_name=split_study_name(BASE, seed), storage=url)
               .trials[0].value for seed in split_seeds(2)]
