@@ -32,6 +32,7 @@ from atrec.reporting.check import check, render_check
 from atrec.reporting.protocol_gap_report import gap_reports
 from atrec.reporting.protocols import protocol_rows
 from atrec.reporting.truth_alpha import alpha_report
+from atrec.reporting.tuning_spread import spread_report
 from atrec.reporting.report import report
 from atrec.reporting.tables import render
 from atrec.params.lookup import DEFAULT_PARAMS
@@ -41,7 +42,7 @@ from atrec.params.lookup import DEFAULT_PARAMS
 @click.option("--dataset", "datasets", multiple=True,
               help="yahoo, coat or all (repeat or comma-separate). Default: those with results.")
 @click.option("--table", type=click.Choice(("paper", "benchmark", "protocol-gap",
-                                            "truth-alpha")),
+                                            "truth-alpha", "tuning-spread")),
               default=None,
               help="Default: paper under saito2020, benchmark under any other protocol. "
                    "paper: Table 1's layout for one method (with tests, claims, figures); "
@@ -51,7 +52,8 @@ from atrec.params.lookup import DEFAULT_PARAMS
                    "binary-clean and on the semi-synthetic truth, and which beat MF (reads "
                    "them all; --protocol is ignored); truth-alpha: the methods' truth AUC and "
                    "nDCG@5 under binary-truth at each alpha of the MNAR mechanism, and its "
-                   "figure.")
+                   "figure; tuning-spread: each split's best value and values from 'atrec "
+                   "tune --splits N' under --protocol, the one exported, and the spread.")
 @methods_option(default=None, help="With --table paper: the method shown (default mf-ips). "
                                    "With --table benchmark: the methods compared (default: all "
                                    "with results). Comma-separate or repeat; 'all'.")
@@ -107,6 +109,12 @@ def report_command(datasets, table, methods, fmt, std, ndcg, compare, stats, cla
         click.echo(out.text)
         echo_notes(out.notices)
         echo_notes(out.figures, prefix="wrote")
+        return
+    if table == "tuning-spread":
+        out = spread_report(chosen.name, table_datasets(datasets) or None, fmt)
+        if out.text:
+            click.echo(out.text)
+        echo_notes(out.notices)
         return
     root = protocol_root(chosen)
     expected_seeds = expected_seeds or chosen.seeds

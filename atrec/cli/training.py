@@ -27,7 +27,7 @@ from atrec.errors import AtrecError
 from atrec.experiments.seeds import parse_seeds
 from atrec.experiments.training import TrainRequest, train
 from atrec.experiments.training import outcome_rows as train_rows
-from atrec.limits import MAX_TRIALS
+from atrec.limits import MAX_SPLITS, MAX_TRIALS
 from atrec.names import expand
 from atrec.paths import require_writable
 from atrec.run_settings import AUTHORS_BATCH_SEED, TUNING_BUDGET
@@ -38,6 +38,7 @@ from atrec.tuning import TuneRequest, tune
 from atrec.tuning import outcome_rows as tune_rows
 from atrec.tuning.configs import check_start
 from atrec.tuning.export import kept_notes
+from atrec.tuning.splits import spread_lines
 
 
 def _train_request(datasets, methods, propensities, with_at, without_at, seeds, params, force,
@@ -112,18 +113,27 @@ def run_command(**options) -> None:
                    "(saito2020: published,tuned-atrec,reference).")
 @click.option("--study-prefix", default="atrec", show_default=True,
               help="Studies are named <prefix>-<dataset>-[<method>/]<propensity>[-at].")
+@click.option("--splits", type=click.IntRange(1, MAX_SPLITS), default=1, show_default=True,
+              help="Validation splits each configuration is tuned on, one study each (run "
+                   "seeds 12345, 12346, ...; the first is the single-split study, the others "
+                   "named ...-seed<seed>). Each split's winner is measured on the other splits "
+                   "(at most N*(N-1) extra runs) and the one whose objective averaged over the "
+                   "splits is lowest is exported, with the spread of the splits' best values; "
+                   "every split's result goes to tuning_spread.json beside the tuned parameter "
+                   "file ('atrec report --table tuning-spread').")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no closing message.")
 @friendly_errors
 def tune_command(datasets, methods, propensities, with_at, without_at, trials, start, storage,
-                 study_prefix, fmt, quiet, protocol) -> None:
+                 study_prefix, splits, fmt, quiet, protocol) -> None:
     """Tune dim, lam (and epsilon with AT) with Optuna TPE; export the best to --params tuned.
 
     One study per dataset, method, propensity and with/without AT (search space: the method's
     hyperparameters, 'atrec methods' lists them); objective: the lowest validation
     loss of one run on the seed-12345 split (binary-icde24, which has no validation part: the
-    last epoch's training loss). A study's best replaces a tuned entry only when it is no
-    worse. Rerun to resume a killed study. Start the same
+    last epoch's training loss); --splits N: on N splits, the spread of their best values
+    reported, the values best on average exported. A study's best replaces a tuned entry only
+    when it is no worse. Rerun to resume a killed study. Start the same
     command in several processes (or on several machines with one --storage) to share the
     trials. No pruning: the objective is only known when a run ends.
     Example: atrec tune --dataset coat --propensity item --with-at
@@ -138,7 +148,7 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
         datasets=tuple(expand(datasets, get_protocol(protocol).datasets, "dataset")),
         propensities=tuple(expand_propensities(propensities)),
         at_options=tuple(ats), trials=trials, storage=storage, study_prefix=study_prefix,
-        methods=tuple(names), protocol=chosen, start=check_start(start, chosen))
+        methods=tuple(names), protocol=chosen, start=check_start(start, chosen), splits=splits)
     if not chosen.has_validation and not quiet:
         echo_notes([f"protocol '{protocol}' has no validation split: each trial's objective "
                     f"is its last epoch's training loss, so the values fit the "
@@ -151,10 +161,14 @@ def tune_command(datasets, methods, propensities, with_at, without_at, trials, s
     finally:
         bars.close()
     objective = "best val loss" if chosen.has_validation else "best train loss"
+    if splits > 1:       # the exported values' objective averaged over the splits
+        objective = objective.replace("best ", "") + " (mean over splits)"
     click.echo(render(tune_rows(outcomes, numeric=fmt in ("csv", "json"), objective=objective),
                       fmt, numparse=False))
     path = tuned_params_path(request.protocol)
     echo_notes(kept_notes(outcomes, path))
+    if not quiet:
+        echo_notes(spread_lines(outcomes))
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise AtrecError(f"{len(failed)} of {len(outcomes)} studies failed and were not "

@@ -1,6 +1,6 @@
 """How a configuration's values were made, for tables: ``authors`` for values as their authors
-published them, ``<n> trials`` for a tuned set whose entry records its study's trials, ``-``
-when unknown (:func:`params_budget`). Reads the same parameter sets as
+published them, ``<n> trials`` for a tuned set whose entry records its study's trials (``<n>
+trials x <k> splits`` when tuned on several validation splits), ``-`` when unknown (:func:`params_budget`). Reads the same parameter sets as
 :mod:`atrec.params.lookup`."""
 
 from __future__ import annotations
@@ -60,4 +60,8 @@ def params_budget(source: str, dataset: str, key: str, tables: dict | None = Non
             cache[slot] = ({}, name)
     entry = (cache[slot][0].get(dataset) or {}).get(key)
     trials = entry.get("trials") if isinstance(entry, dict) else None
-    return f"{trials} trials" if isinstance(trials, int) else "-"
+    if not isinstance(trials, int):
+        return "-"
+    splits = entry.get("splits")       # atrec tune --splits N: N studies of that many trials
+    n = splits.get("n") if isinstance(splits, dict) else None
+    return f"{trials} trials x {n} splits" if isinstance(n, int) and n > 1 else f"{trials} trials"

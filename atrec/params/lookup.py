@@ -84,7 +84,7 @@ _VARIANCE_DATASET = re.compile(r"ml-100k-min\d+")  # atrec.experiments.variance'
 # name their source) and what 'atrec tune' records beside each entry (atrec.tuning.export).
 TABLE_METADATA = ("source",)
 ENTRY_METADATA = ("study", "trials", "best_value", "best_trial", "storage", "updated",
-                  "reference_value", "start", "start_value")
+                  "reference_value", "start", "start_value", "splits")
 
 
 def tuned_params_path(protocol: Protocol | str | None = None) -> Path:

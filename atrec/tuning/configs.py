@@ -2,6 +2,8 @@
 AT), named ``<prefix>-<dataset>-<config key>`` (e.g. ``atrec-coat-item-at``). Objective:
 :func:`atrec.experiments.fitting.validation_loss`, the lowest validation loss of one run on the
 seed-12345 split; search space: the method's (:class:`atrec.tuning.space.SearchSpace`).
+:func:`tune_config_splits` repeats a configuration's tuning on several splits
+(:mod:`atrec.tuning.splits`).
 
 Compilation: the objective passes ``lam`` and ``epsilon`` to the compiled loops as values, so a
 process compiles once per ``dim`` (at most 10 shapes) and every other trial costs one run (a
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from atrec.data.preprocess import load_data
 from atrec.errors import AtrecError
+from atrec.limits import MAX_SPLITS
 from atrec.evaluation.fits import at_constant, criterion_constant
 from atrec.experiments.fitting import validation_loss
 from atrec.methods.registry import configurations
@@ -32,8 +35,10 @@ from atrec.params.lookup import (
     start_params,
 )
 from atrec.runtime import compiled
+from atrec.results.tuning_spread import SPREAD_FILE, spread_path
 from atrec.tuning.export import export_best
 from atrec.tuning.space import SearchSpace
+from atrec.tuning.splits import combine, cross_evaluator, save_spreads, split_seeds
 from atrec.tuning.storage import open_storage, resolve_url
 from atrec.tuning.study import (
     DEFAULT_PREFIX,
@@ -63,10 +68,12 @@ def study_name(prefix: str, dataset: str, propensity: str, with_at: bool,
 
 def make_objective(data, propensity: str, with_at: bool, settings=None,
                    at_settings=None, method: str = DEFAULT_METHOD,
-                   protocol: Protocol | str | None = None) -> Objective:
-    """The protocol's objective for one configuration: ``params -> validation_loss(...)``."""
+                   protocol: Protocol | str | None = None,
+                   seed: int = TUNING_SEED) -> Objective:
+    """The protocol's objective for one configuration: ``params -> validation_loss(...)`` on
+    the split (and model seed) ``seed``."""
     def objective(params: HyperParams) -> float:
-        return validation_loss(data, propensity, with_at, params, settings=settings,
+        return validation_loss(data, propensity, with_at, params, seed=seed, settings=settings,
                                at_settings=at_settings, method=method, protocol=protocol)
 
     return objective
@@ -92,10 +99,14 @@ class TuneRequest:
     methods: tuple[str, ...] = (DEFAULT_METHOD,)
     protocol: Protocol | str | None = None   # resolved once, here: a name is looked up
     start: str | None = START_PARAMS   # the sets of the first trial (chain_start); None: none
+    splits: int = 1    # validation splits each configuration is tuned on (atrec.tuning.splits)
 
     def __post_init__(self) -> None:
         if int(self.trials) != self.trials or self.trials < 1:
             raise AtrecError(f"--trials {self.trials}: give a positive number of trials (e.g. 25)")
+        if int(self.splits) != self.splits or not 1 <= self.splits <= MAX_SPLITS:
+            raise AtrecError(f"--splits {self.splits}: give a number of validation splits from "
+                             f"1 to {MAX_SPLITS} (e.g. 3)")
         prefix = self.study_prefix
         if not prefix or any(c.isspace() for c in prefix):
             raise AtrecError(f"--study-prefix {prefix!r}: give a non-empty name without spaces")
@@ -109,11 +120,13 @@ TRAINING_OBJECTIVE_NOTE = (f"last epoch's training loss, split seed {TUNING_SEED
                            "validation split)")
 
 
-def objective_note_for(protocol: Protocol | str | None = None) -> str:
+def objective_note_for(protocol: Protocol | str | None = None, seed: int = TUNING_SEED) -> str:
     """What a study under ``protocol`` minimises, in words (stored with the study): the lowest
     validation loss, or, under a protocol without a validation part (``binary-icde24``), the
-    training loss of the last epoch, which is what that protocol evaluates."""
-    return OBJECTIVE_NOTE if get_protocol(protocol).has_validation else TRAINING_OBJECTIVE_NOTE
+    training loss of the last epoch, which is what that protocol evaluates; on the split of
+    ``seed`` (another seed than :data:`TUNING_SEED` is another study: ``atrec tune --splits``)."""
+    note = OBJECTIVE_NOTE if get_protocol(protocol).has_validation else TRAINING_OBJECTIVE_NOTE
+    return note.replace(f"split seed {TUNING_SEED}", f"split seed {seed}")
 
 
 def study_attrs(dataset: str, propensity: str, with_at: bool, checksums: dict, settings=None,
@@ -181,34 +194,86 @@ def _lookup_start(chain, dataset, propensity, with_at, method, protocol):
 
 
 def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
-                storage=None, *, objective: Objective | None = None,
-                objective_note: str | None = None, settings=None, at_settings=None,
-                study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
-                progress: Callable[[Progress], None] | None = None,
-                export_path: Path | None = None, method: str = DEFAULT_METHOD,
-                notice: Callable[[str], None] | None = None,
-                protocol: Protocol | str | None = None,
-                start: str | None = START_PARAMS) -> StudyOutcome:
-    """Tune one configuration on ``data`` and merge its best parameters into the tuned file.
+                storage=None, *, export_path: Path | None = None,
+                **options) -> StudyOutcome:
+    """Tune one configuration on ``data`` (:func:`study_config`, whose keyword ``options`` it
+    takes) and merge its best parameters into the tuned file (``export_path``, default the
+    protocol's tuned parameter file)."""
+    outcome = study_config(data, propensity, with_at, trials, storage, **options)
+    export_best([outcome], export_path, options.get("protocol"))
+    return outcome
 
-    The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``;
-    ``objective``
-    defaults to :func:`make_objective` (then ``objective_note`` should say what a custom one
-    measures, since it is stored with the study). ``storage``: a URL or an opened storage
-    (:func:`open_storage`); ``export_path`` defaults to the tuned parameter file; ``notice``
-    as in :func:`run_study` (what this worker waits for). A new study's first trial is
-    :func:`chain_start`'s from the sets ``start`` names (default :data:`START_PARAMS`).
+
+def tune_config_splits(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
+                       storage=None, splits: int = 3, *, export_path: Path | None = None,
+                       spread_file: Path | None = None,
+                       objective_for: Callable[[int], Objective] | None = None,
+                       **options) -> StudyOutcome:
+    """Tune one configuration on ``splits`` validation splits (:mod:`atrec.tuning.splits`):
+    one :func:`study_config` per seed of :func:`split_seeds`, each winner measured on the other
+    splits, the winner of :data:`SPLIT_RULE` merged into the tuned file with the spread, and
+    every split's result into ``spread_file`` (default the protocol's
+    :func:`atrec.results.tuning_spread.spread_path`). ``objective_for(seed)``: the objective on
+    the split of ``seed`` (default :func:`make_objective`'s; a custom one needs
+    ``objective_note``). ``splits=1`` is :func:`tune_config` exactly."""
+    if splits == 1:
+        if objective_for is not None:
+            options["objective"] = objective_for(TUNING_SEED)
+        return tune_config(data, propensity, with_at, trials, storage, export_path=export_path,
+                           **options)
+    protocol = get_protocol(options.pop("protocol", None))
+    if storage is None or isinstance(storage, str):
+        storage = open_storage(storage, options.get("worker"))
+    if objective_for is None:
+        def objective_for(seed: int) -> Objective:
+            return make_objective(data, propensity, with_at, options.get("settings"),
+                                  options.get("at_settings"),
+                                  options.get("method", DEFAULT_METHOD), protocol, seed)
+    outcomes = [study_config(data, propensity, with_at, trials, storage,
+                             objective=objective_for(seed), seed=seed, protocol=protocol,
+                             **options)
+                for seed in split_seeds(splits)]
+    outcome = combine(outcomes, cross_evaluator(outcomes, storage, objective_for))
+    export_best([outcome], export_path, protocol)
+    if spread_file is None:   # beside the tuned file it belongs to
+        spread_file = (export_path.with_name(SPREAD_FILE) if export_path is not None
+                       else spread_path(protocol))
+    save_spreads([outcome], spread_file, protocol.name)
+    return outcome
+
+
+def study_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIALS,
+                 storage=None, *, objective: Objective | None = None,
+                 objective_note: str | None = None, settings=None, at_settings=None,
+                 study_prefix: str = DEFAULT_PREFIX, worker: WorkerSettings | None = None,
+                 progress: Callable[[Progress], None] | None = None,
+                 method: str = DEFAULT_METHOD,
+                 notice: Callable[[str], None] | None = None,
+                 protocol: Protocol | str | None = None,
+                 start: str | None = START_PARAMS, seed: int = TUNING_SEED) -> StudyOutcome:
+    """Run the study of one configuration on ``data``, measured on the split of ``seed``;
+    export nothing.
+
+    The study is ``study_name(study_prefix, data.name, propensity, with_at, method)``, with
+    ``-seed<seed>`` appended for another split than :data:`TUNING_SEED`'s
+    (:func:`split_study_name`); ``objective`` defaults to :func:`make_objective` on that split
+    (then ``objective_note`` should say what a custom one measures, since it is stored with the
+    study). ``storage``: a URL or an opened storage (:func:`open_storage`); ``notice`` as in
+    :func:`run_study` (what this worker waits for). A new study's first trial is
+    :func:`chain_start`'s from the sets ``start`` names (default :data:`START_PARAMS`). The
+    outcome's ``failed`` says why its best trial is a failed fit (:func:`failed_study`).
     """
     protocol = get_protocol(protocol)
     if objective is None:
         objective = make_objective(data, propensity, with_at, settings, at_settings, method,
-                                   protocol)
-    objective_note = objective_note or objective_note_for(protocol)
+                                   protocol, seed)
+    objective_note = objective_note or objective_note_for(protocol, seed)
     attrs = study_attrs(data.name, propensity, with_at, data.checksums, settings, at_settings,
                         objective_note, method, protocol)
     if not protocol.legacy_names:
         attrs["protocol"] = protocol.name
-    name = study_name(study_prefix, data.name, propensity, with_at, method)
+    name = split_study_name(study_name(study_prefix, data.name, propensity, with_at, method),
+                            seed)
     if start == START_PARAMS:      # the default: train's chain under this protocol
         start = protocol.start_params
     first = chain_start(data.name, propensity, with_at, method, start, protocol)
@@ -217,10 +282,16 @@ def tune_config(data, propensity: str, with_at: bool, trials: int = DEFAULT_TRIA
                         notice=notice, first_trial=first[0] if first else None,
                         first_label=first[1] if first else REFERENCE)
     outcome.dataset, outcome.propensity, outcome.with_at = data.name, propensity, with_at
-    outcome.method = method
+    outcome.method, outcome.seed = method, seed
     outcome.failed = failed_study(outcome, protocol)
-    export_best([outcome], export_path, protocol)
     return outcome
+
+
+def split_study_name(name: str, seed: int) -> str:
+    """The study of configuration ``name`` measured on the split of ``seed``: ``name`` itself
+    for :data:`TUNING_SEED`'s (the study a single-split tune has always made, so it resumes),
+    ``<name>-seed<seed>`` for another."""
+    return name if seed == TUNING_SEED else f"{name}-seed{seed}"
 
 
 def failed_study(outcome: StudyOutcome, protocol: str) -> str | None:
@@ -242,6 +313,9 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
          export_path: Path | None = None, loader: Callable | None = None,
          notice: Callable[[str], None] | None = None) -> list[StudyOutcome]:
     """Run every selected study to ``request.trials`` COMPLETE trials and export the best values.
+
+    With ``request.splits`` above 1, each configuration is tuned on that many validation splits
+    and one winner exported (:func:`tune_config_splits`).
 
     Studies run family by family (:func:`atrec.runtime.compiled.in_families`: the studies of
     one method with or without AT share their loops, one per ``dim`` tried), and a finished
@@ -273,8 +347,8 @@ def tune(request: TuneRequest, progress: Callable[[Progress], None] | None = Non
             if not proto.legacy_names:   # saito2020's studies keep the attributes they had
                 settings = settings or proto.train_settings(method)
                 at_settings = at_settings or proto.at_settings()
-            outcomes.append(tune_config(
-                data, propensity, with_at, request.trials, storage,
+            outcomes.append(tune_config_splits(
+                data, propensity, with_at, request.trials, storage, request.splits,
                 settings=settings, at_settings=at_settings,
                 study_prefix=prefix, worker=request.worker,
                 progress=progress, export_path=export_path, method=method, notice=notice,

@@ -23,8 +23,11 @@ EXPORT_HEADER = """\
 # best_value (lowest validation loss), best_trial, storage and updated record where they
 # come from; reference_value, where present, is the loss of the first trial, run at the
 # method's reference values; start_value, that of a first trial run at the values of the set
-# named by start (published, tuned-atrec). Entries are merged, one per study, under a file lock;
-# edit with care.
+# named by start (published, tuned-atrec). Tuned on several validation splits (--splits N), an
+# entry's best_value is its values' objective averaged over the splits, and splits records them:
+# n, seeds, rule, chosen_seed, each split's best value (best_values), these values' value on
+# each split (values), and min, max, sd of the best values. Entries are merged, one per study,
+# under a file lock; edit with care.
 """
 
 
@@ -57,6 +60,8 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
                 entry["reference_value"] = o.start_value   # the first trial's, at the authors'
             elif o.start_value is not None:
                 entry.update(start=o.start, start_value=o.start_value)
+            if o.spread is not None:
+                entry["splits"] = o.spread.entry()
             section = table.setdefault(o.dataset, {})
             if not isinstance(section, dict):
                 raise AtrecError(f"tuned parameter file {path}: '{o.dataset}' is not a mapping; "
@@ -73,13 +78,21 @@ def export_best(outcomes: list[StudyOutcome], path: Path | None = None,
 
 def _better_entry(old, outcome: StudyOutcome) -> tuple[str, float] | None:
     """``(study, best value)`` of ``old`` when it is another study's entry with a lower best
-    value than ``outcome``'s, else ``None`` (the outcome's entry replaces it)."""
+    value than ``outcome``'s, measured on as many splits, else ``None`` (the outcome's entry
+    replaces it: a value averaged over several splits and one split's best are not compared)."""
     if not isinstance(old, dict) or old.get("study") in (None, outcome.study):
+        return None
+    if _split_count(old) != (1 if outcome.spread is None else len(outcome.spread.seeds)):
         return None
     value = old.get("best_value")
     if isinstance(value, (int, float)) and value < outcome.best_value:
         return str(old["study"]), float(value)
     return None
+
+
+def _split_count(entry: dict) -> int:
+    splits = entry.get("splits")
+    return int(splits.get("n", 1)) if isinstance(splits, dict) else 1
 
 
 def kept_notes(outcomes: list[StudyOutcome], path: Path) -> list[str]:
@@ -92,7 +105,9 @@ def kept_notes(outcomes: list[StudyOutcome], path: Path) -> list[str]:
 
 def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False,
                  objective: str = "best val loss") -> list[dict]:
-    """One summary row per study: its best parameters and value, trials, time.
+    """One summary row per study: its best parameters and value, trials, time; with a tune on
+    several splits (``--splits``), the value is the exported values' mean over the splits and
+    a ``splits`` column gives their number and the sd of the splits' best values.
 
     ``numeric``: raw numbers (for csv/json); otherwise display strings (4-decimal loss, lam and
     epsilon to 3 significant digits). ``objective``: the heading of the best value's column
@@ -115,8 +130,17 @@ def outcome_rows(outcomes: list[StudyOutcome], numeric: bool = False,
             "dim": show(p.dim if p else None, "d"), "lam": show(p.lam if p else None, ".3g"),
             "epsilon": show(p.epsilon if p else None, ".3g"),
             **{k: show(v, ".3g") for k, v in (p.extra if p else ())},
+            **({"splits": _spread_cell(o, numeric)}
+               if any(x.spread is not None for x in outcomes) else {}),
             "seconds": round(o.seconds, 1),
             **({"failed": o.failed or ("" if numeric else "-")}
                if any(x.failed for x in outcomes) else {}),
         })
     return rows
+
+
+def _spread_cell(o: StudyOutcome, numeric: bool):
+    if o.spread is None:
+        return 1 if numeric else "1"
+    n, sd = len(o.spread.seeds), o.spread.summary()["sd"]
+    return n if numeric else f"{n} (sd {sd:.4f})"

@@ -37,7 +37,7 @@ import numpy as np
 
 from atrec.errors import AtrecError
 from atrec.names import DEFAULT_METHOD
-from atrec.run_settings import SAMPLER_SEED, TUNING_BUDGET
+from atrec.run_settings import SAMPLER_SEED, TUNING_BUDGET, TUNING_SEED
 from atrec.params.lookup import HyperParams
 from atrec.tuning.space import SEARCH_SPACE, SearchSpace
 from atrec.tuning.storage import (  # noqa: F401  (WorkerSettings: re-exported)
@@ -139,6 +139,9 @@ class StudyOutcome:
     # configuration: (that study, its best value)
     kept: tuple[str, float] | None = None
     failed: str | None = None          # why its best trial is a failed fit: not exported
+    seed: int = TUNING_SEED            # the run seed of the split its trials measure
+    # set on the combined outcome of a tune on several splits (atrec.tuning.splits.SplitSpread)
+    spread: object = None
 
 
 class _Surplus(Exception):
