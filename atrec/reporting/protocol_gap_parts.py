@@ -24,7 +24,9 @@ splits the move into parts that add up to it:
 Parts 1 to 5 are means over the seeds every point of the chain has (method and MF alike) of
 the per-seed change, with a 95% t-interval and a paired t-test's p over those seeds. A method
 whose standing changes (its rank, or whether it beats MF, on that metric) is given a *cause*:
-the part with the largest absolute change. A chain with a point missing gives no parts; the
+the part with the largest absolute change, marked ``(within noise)`` when its interval holds
+zero (then no part stands out from the seeds' noise: the standing changed with the Holm family,
+the seed count or chance, not with one factor). A chain with a point missing gives no parts; the
 gap's notices name the command that trains the runs.
 """
 
@@ -53,6 +55,7 @@ from atrec.reporting.protocol_gap import (
 
 PARTS = ("test set", "nDCG convention", "data and selection", "form", "parameters", "seeds")
 HOLDS = "holds"          # the cause column of a method whose standing does not change
+WITHIN_NOISE = "(within noise)"   # a cause whose interval holds zero: named, not established
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,14 @@ class Part:
         band = "" if self.low is None else f" [{signed(self.low, 4)}, {signed(self.high, 4)}]"
         return f"{self.name} {signed(self.diff, 4)}{band}"
 
+    @property
+    def clear(self) -> bool:
+        """Whether its interval excludes zero (the seeds part, without one, never is)."""
+        return self.low is not None and (self.low > 0 or self.high < 0)
+
     def as_dict(self) -> dict:
         return {"part": self.name, "n": self.n, "diff": self.diff, "low": self.low,
-                "high": self.high, "p": self.p}
+                "high": self.high, "p": self.p, "clear": self.clear}
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,9 @@ class Decomposition:
             return "(baseline)"
         if not self.changes:
             return HOLDS
-        return "-" if self.cause is None else self.cause.text()
+        if self.cause is None:
+            return "-"
+        return self.cause.text() + ("" if self.cause.clear else f" {WITHIN_NOISE}")
 
     def as_dict(self) -> dict:
         cause = self.cause

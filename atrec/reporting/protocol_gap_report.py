@@ -38,7 +38,7 @@ from atrec.reporting.protocol_gap import (
     Gap,
     protocol_gap,
 )
-from atrec.reporting.protocol_gap_parts import HOLDS, PARTS, decompositions
+from atrec.reporting.protocol_gap_parts import HOLDS, PARTS, WITHIN_NOISE, decompositions
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.tables import FORMATS, render
 
@@ -208,8 +208,9 @@ def _parts_legend(fmt: str) -> str:
             f"rule), form (-> its default form), parameters (-> its set in this table), seeds "
             f"(each protocol's seeds outside the chain's). Each part: mean change over the "
             f"n seeds every step has, [95% t-interval]. cause: the part with the largest "
-            f"change, for a method whose rank or verdict against MF changes ({HOLDS}: neither "
-            f"changes; -: a run of the chain is missing, see the notices).")
+            f"change, for a method whose rank or verdict against MF changes, {WITHIN_NOISE} when "
+            f"its interval holds zero ({HOLDS}: neither changes; -: a run of the chain is "
+            f"missing, see the notices). The parts' p-values (JSON) are not adjusted.")
     return f"% {text}" if fmt == "latex" else text
 
 

@@ -23,7 +23,7 @@ from atrec.names import NO_PROPENSITY, config_key
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BINARY_CLEAN_METRICS
 from atrec.reporting.protocol_gap import protocol_gap
-from atrec.reporting.protocol_gap_parts import PARTS, decompose
+from atrec.reporting.protocol_gap_parts import PARTS, Decomposition, Part, decompose
 from atrec.reporting.protocol_gap_report import gap_report, gap_rows, part_rows
 from atrec.results.records import record_path, save_record
 
@@ -156,3 +156,17 @@ def test_a_missing_step_names_the_command_and_gives_no_cause(tmp_path):
     assert d.parts == () and d.cause_text() == "-"
     assert f"{STEP} (ref)" in d.missing
     assert d.total == pytest.approx(-0.05, abs=0.005)    # the move itself is still known
+
+
+def test_a_cause_within_its_noise_says_so():
+    """The largest part is named either way; one whose interval holds zero (or the seeds part,
+    which has none) is marked as not established."""
+    noisy = (Part("test set", 5, 0.001, -0.002, 0.004), Part("form", 5, -0.02, -0.05, 0.01),
+             Part("seeds", 5, 0.003))
+    d = Decomposition("mf-ips", 0, noisy, -0.016, True)
+    assert d.cause.name == "form" and not d.cause.clear
+    assert d.cause_text() == "form -0.0200 [-0.0500, +0.0100] (within noise)"
+    clear = Decomposition("mf-ips", 0, (Part("form", 5, -0.02, -0.03, -0.01),), -0.02, True)
+    assert clear.cause_text() == "form -0.0200 [-0.0300, -0.0100]"
+    seeds = Decomposition("mf-ips", 0, (Part("seeds", 20, 0.01),), 0.01, True)
+    assert seeds.cause_text() == "seeds +0.0100 (within noise)"
