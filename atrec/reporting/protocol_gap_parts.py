@@ -91,13 +91,14 @@ class Decomposition:
     """A method's parts on one ranked metric (index ``k`` of
     :data:`~atrec.reporting.protocol_gap.RANKED`): ``parts`` (empty when the chain misses a
     point), ``total`` (the move itself: the sum of the parts), ``changes`` (whether its
-    standing changes between the protocols) and ``missing`` (the points without results)."""
+    standing changes between the protocols; ``None`` where either has no result of it) and
+    ``missing`` (the points without results)."""
 
     method: str
     k: int
     parts: tuple[Part, ...]
     total: float | None
-    changes: bool
+    changes: bool | None
     missing: tuple[str, ...] = ()
 
     @property
@@ -106,13 +107,13 @@ class Decomposition:
         return max(self.parts, key=lambda p: abs(p.diff)) if self.parts else None
 
     def cause_text(self) -> str:
-        """The table's cause cell: ``(baseline)``, ``holds``, ``-`` (no parts: a point of the
-        chain is missing) or the cause with its change and interval."""
+        """The table's cause cell: ``(baseline)``, ``holds``, ``-`` (a protocol has no result
+        of it, or a point of the chain is missing) or the cause with its change and interval."""
         if self.method == BINARY_BASELINE:
             return "(baseline)"
-        if not self.changes:
+        if self.changes is False:
             return HOLDS
-        if self.cause is None:
+        if self.changes is None or self.cause is None:
             return "-"
         return self.cause.text() + ("" if self.cause.clear else f" {WITHIN_NOISE}")
 
@@ -183,13 +184,13 @@ def _part(name: str, before: np.ndarray, after: np.ndarray) -> Part:
     return Part(name, n, mean, mean - half, mean + half, p)
 
 
-def standing_changes(gap: Gap, method: str, k: int) -> bool:
+def standing_changes(gap: Gap, method: str, k: int) -> bool | None:
     """Whether ``method``'s rank or its verdict against MF on ranked metric ``k`` differs
-    between the two protocols (``False`` where either has no result)."""
+    between the two protocols (``None`` where either has no result)."""
     ref, clean = RANKED[REFERENCE_PROTOCOL][k], RANKED[CLEAN_PROTOCOL][k]
     ranks = gap.rank(REFERENCE_PROTOCOL, method, ref), gap.rank(CLEAN_PROTOCOL, method, clean)
     if None in ranks:
-        return False
+        return None
     return (ranks[0] != ranks[1] or gap.beats_mf(REFERENCE_PROTOCOL, method, ref)
             != gap.beats_mf(CLEAN_PROTOCOL, method, clean))
 

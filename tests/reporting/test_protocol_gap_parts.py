@@ -156,6 +156,11 @@ def test_a_missing_step_names_the_command_and_gives_no_cause(tmp_path):
     assert d.parts == () and d.cause_text() == "-"
     assert f"{STEP} (ref)" in d.missing
     assert d.total == pytest.approx(-0.05, abs=0.005)    # the move itself is still known
+    # a method without results under binary-icde24: no standing to compare, no cause
+    _write(tmp_path / "no-icde", skip=(ICDE,))
+    gap = protocol_gap(tmp_path / "no-icde", "coat", expected_seeds=5)
+    assert decompose(gap, "mf-snips", 0).changes is None
+    assert decompose(gap, "mf-snips", 0).cause_text() == "-"
 
 
 def test_a_cause_within_its_noise_says_so():
