@@ -1,10 +1,11 @@
-"""The protocol-gap step between the two binary protocols: ``binary-icde24-cleantest``.
+"""The protocol-gap steps between the two binary protocols: ``binary-icde24-cleantest`` and
+``binary-clean-icde24rule``.
 
 The protocol gap (``atrec report --table protocol-gap``) is decomposed into its parts by a chain
 of runs, each changing one factor from ``binary-icde24`` towards ``binary-clean``
-(docs/protocols.md, "The protocol gap"). Every point of the chain but one is a run of the two
-protocols themselves (``binary-clean`` at the parameter set ``reference``, in the code's form or
-the corrected one); the one that is neither is this protocol:
+(docs/protocols.md, "The protocol gap"). The chain's other points are runs of the two protocols
+themselves (``binary-clean`` at the parameter set ``reference``, in the code's form or the
+corrected one); these two are not:
 
 ``binary-icde24-cleantest``: ``binary-icde24``'s training (every MNAR rating, no validation
 part, the reference code's stopping rule, the last epoch, the code's forms, Yahoo's 1-based
@@ -14,8 +15,13 @@ slice left in the test set. Its records carry both conventions of the top-K metr
 report separates the test set (``(ref)`` metrics against ``binary-icde24``'s) from the nDCG
 convention (the standard metrics against the ``(ref)`` ones of the same runs).
 
-Its test set is taken from :meth:`BinaryClean.split` itself, so whatever ``binary-clean`` holds
-out stays what this step holds out.
+``binary-clean-icde24rule``: ``binary-clean``'s data (its split, whatever it holds out, and
+0-based ids) trained under ``binary-icde24``'s rule (the code's stopping rule on the training
+loss, the last epoch, the code's forms), 10 seeds: the step between it and ``binary-clean`` in
+the code's form is ``binary-clean``'s selection rule alone.
+
+Both take what they share with ``binary-clean`` from :class:`BinaryClean` itself, so whatever
+``binary-clean`` changes in its split they follow.
 """
 
 from __future__ import annotations
@@ -56,3 +62,16 @@ class BinaryICDE24CleanTest(BinaryICDE24):
     def split_record(self) -> dict:
         return {**BinaryClean().split_record(), "validation_fraction": 0.0,
                 "one_based_ids": list(ONE_BASED)}
+
+
+class BinaryCleanICDE24Rule(BinaryClean):
+    name = "binary-clean-icde24rule"
+    label = "Binary MCAR, clean data, ICDE 2024 stopping rule"
+    description = ("binary-clean's split and test set trained under binary-icde24's rule (the "
+                   "code's stopping rule, last epoch, the code's forms): a step of the protocol "
+                   "gap's decomposition")
+    reference = "atrec's design (docs/protocols.md, The protocol gap)"
+    selection = BinaryICDE24.selection
+    param_sets = ("reference", "tuned")
+    seeds = BinaryICDE24.seeds
+    epochs = BinaryICDE24.epochs

@@ -46,7 +46,7 @@ from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BinaryClean, BinaryICDE24
-from atrec.protocols.gap_steps import BinaryICDE24CleanTest
+from atrec.protocols.gap_steps import BinaryCleanICDE24Rule, BinaryICDE24CleanTest
 from atrec.protocols.truth import BinaryTruth
 from atrec.semisynthetic.truth import DATASET as TRUTH_DATASET
 from atrec.reporting.benchmark import (
@@ -80,18 +80,19 @@ SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean",
 # the runs between the two protocols that decompose the gap into its parts
 # (:mod:`atrec.reporting.protocol_gap_parts`): step name -> (protocol, parameter set)
 STEP_PROTOCOL = BinaryICDE24CleanTest.name
+RULE_PROTOCOL = BinaryCleanICDE24Rule.name
 CLEAN_REFERENCE = "clean-reference"
-STEPS = {STEP_PROTOCOL: (STEP_PROTOCOL, REFERENCE), CLEAN_REFERENCE: (CLEAN_PROTOCOL, REFERENCE)}
+STEPS = {STEP_PROTOCOL: (STEP_PROTOCOL, REFERENCE), RULE_PROTOCOL: (RULE_PROTOCOL, REFERENCE),
+         CLEAN_REFERENCE: (CLEAN_PROTOCOL, REFERENCE)}
 STEP_SEEDS = BinaryICDE24CleanTest.seeds   # the chain's seeds: binary-icde24's
 
 
 def steps_command(dataset: str) -> str:
     """The one command line that trains the chain's runs of ``dataset`` (every method in each
     form, :data:`STEP_SEEDS` seeds)."""
-    return (f"atrec train --protocol {STEP_PROTOCOL} --params {REFERENCE} --dataset {dataset} "
-            f"--method all --option form=all --without-at --seeds {STEP_SEEDS} && atrec train "
-            f"--protocol {CLEAN_PROTOCOL} --params {REFERENCE} --dataset {dataset} --method all "
-            f"--option form=all --without-at --seeds {STEP_SEEDS}")
+    return " && ".join(f"atrec train --protocol {name} --params {params} --dataset {dataset} "
+                       f"--method all --option form=all --without-at --seeds {STEP_SEEDS}"
+                       for name, params in STEPS.values())
 
 
 def bench_key(bench: Benchmark | None, protocol: str, method: str) -> str | None:

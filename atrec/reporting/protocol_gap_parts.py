@@ -11,17 +11,19 @@ splits the move into parts that add up to it:
    per-seed slice by the leaking methods), both in the ``(ref)`` convention;
 2. **nDCG convention**: the same runs, the ``(ref)`` metric -> the standard one (a test user
    without a positive left out; zero for AUC by construction);
-3. **data and selection**: -> ``binary-clean`` at ``reference`` in the code's form (its split,
-   90/10 with a validation part, and its selection rule, whatever that rule is: it is
-   ``binary-clean``'s own run);
-4. **form**: -> ``binary-clean`` at ``reference`` in its default form (zero for a method
+3. **data**: -> ``binary-clean-icde24rule`` (``binary-clean``'s split, 90/10 with a
+   validation part, and its 0-based ids, still under ``binary-icde24``'s stopping rule and the
+   code's forms);
+4. **selection**: -> ``binary-clean`` at ``reference`` in the code's form (its selection rule,
+   whatever that rule is: it is ``binary-clean``'s own run);
+5. **form**: -> ``binary-clean`` at ``reference`` in its default form (zero for a method
    without forms, or a row that names its form);
-5. **parameters**: -> ``binary-clean`` at its set in the gap (``tuned-atrec`` ...; zero where
+6. **parameters**: -> ``binary-clean`` at its set in the gap (``tuned-atrec`` ...; zero where
    that set is ``reference``);
-6. **seeds**: the two protocols' means over all their seeds less their means over the seeds
+7. **seeds**: the two protocols' means over all their seeds less their means over the seeds
    the chain shares (``binary-clean`` runs 20, the chain 10): no interval, sampling alone.
 
-Parts 1 to 5 are means over the seeds every point of the chain has (method and MF alike) of
+Parts 1 to 6 are means over the seeds every point of the chain has (method and MF alike) of
 the per-seed change, with a 95% t-interval and a paired t-test's p over those seeds. A method
 whose standing changes (its rank, or whether it beats MF, on that metric) is given a *cause*:
 the part with the largest absolute change, marked ``(within noise)`` when its interval holds
@@ -48,12 +50,13 @@ from atrec.reporting.protocol_gap import (
     CLEAN_REFERENCE,
     RANKED,
     REFERENCE_PROTOCOL,
+    RULE_PROTOCOL,
     STEP_PROTOCOL,
     Gap,
     bench_key,
 )
 
-PARTS = ("test set", "nDCG convention", "data and selection", "form", "parameters", "seeds")
+PARTS = ("test set", "nDCG convention", "data", "selection", "form", "parameters", "seeds")
 HOLDS = "holds"          # the cause column of a method whose standing does not change
 WITHIN_NOISE = "(within noise)"   # a cause whose interval holds zero: named, not established
 
@@ -156,11 +159,13 @@ def _points(gap: Gap, method: str, k: int) -> list[tuple[str, dict[int, float]]]
     ref, clean = RANKED[REFERENCE_PROTOCOL][k], RANKED[CLEAN_PROTOCOL][k]
     icde, final = gap.benches.get(REFERENCE_PROTOCOL), gap.benches.get(CLEAN_PROTOCOL)
     step, clean_ref = gap.steps.get(STEP_PROTOCOL), gap.steps.get(CLEAN_REFERENCE)
+    rule = gap.steps.get(RULE_PROTOCOL)
     step_key, coded, d = bench_key(step, STEP_PROTOCOL, method), coded_key(method), gap.dataset
     return [
         (REFERENCE_PROTOCOL, _versus_mf(icde, d, gap.key(REFERENCE_PROTOCOL, method), ref)),
         (f"{STEP_PROTOCOL} (ref)", _versus_mf(step, d, step_key, ref)),
         (STEP_PROTOCOL, _versus_mf(step, d, step_key, clean)),
+        (RULE_PROTOCOL, _versus_mf(rule, d, bench_key(rule, RULE_PROTOCOL, method), clean)),
         (f"{CLEAN_PROTOCOL} reference, code's form", _versus_mf(clean_ref, d, coded, clean)),
         (f"{CLEAN_PROTOCOL} reference",
          _versus_mf(clean_ref, d, bench_key(clean_ref, CLEAN_PROTOCOL, method), clean)),

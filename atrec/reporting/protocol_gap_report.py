@@ -31,6 +31,7 @@ from atrec.reporting.protocol_gap import (
     RANKED,
     REFERENCE_PROTOCOL,
     SHORT,
+    RULE_PROTOCOL,
     SHOWN,
     STEP_PROTOCOL,
     TRUTH_DATASET,
@@ -203,9 +204,10 @@ def _parts_legend(fmt: str) -> str:
             f"same under {REFERENCE_PROTOCOL}, split by a chain of runs that each change one "
             f"factor: test set ({REFERENCE_PROTOCOL} -> {STEP_PROTOCOL}, the same training "
             f"scored on {CLEAN_PROTOCOL}'s test set, the 5% MCAR slice out of it), nDCG "
-            f"convention (the same runs, (ref) -> standard), data and selection (-> "
-            f"{CLEAN_PROTOCOL} at reference values in the code's form: its split and selection "
-            f"rule), form (-> its default form), parameters (-> its set in this table), seeds "
+            f"convention (the same runs, (ref) -> standard), data (-> {RULE_PROTOCOL}: "
+            f"{CLEAN_PROTOCOL}'s split, {REFERENCE_PROTOCOL}'s stopping rule), selection (-> "
+            f"{CLEAN_PROTOCOL} at reference values in the code's form: its selection rule), "
+            f"form (-> its default form), parameters (-> its set in this table), seeds "
             f"(each protocol's seeds outside the chain's). Each part: mean change over the "
             f"n seeds every step has, [95% t-interval]. cause: the part with the largest "
             f"change, for a method whose rank or verdict against MF changes, {WITHIN_NOISE} when "

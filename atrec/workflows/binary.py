@@ -21,8 +21,9 @@ when the caller asks for fewer (:func:`binary_seeds`).
 
 A method without values for a dataset in either set is left out with a notice.
 :func:`plan_gap_steps` adds the runs between the two protocols that split the gap into its parts
-(:data:`~atrec.reporting.protocol_gap.STEPS`: ``binary-icde24-cleantest`` and ``binary-clean``,
-both at ``reference``, every form, the chain's 10 seeds).
+(:data:`~atrec.reporting.protocol_gap.STEPS`: ``binary-icde24-cleantest``,
+``binary-clean-icde24rule`` and ``binary-clean``, all at ``reference``, every form, the chain's
+10 seeds).
 :func:`train_binary` trains the plans (resumable: finished seeds are reused) and
 :func:`write_gap_report` writes ``<results>/protocol_gap.md`` and its figures.
 """

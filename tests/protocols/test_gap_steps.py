@@ -59,3 +59,12 @@ def test_a_method_that_reads_no_mcar_label_trains_as_under_binary_icde24(small_m
         assert a["metrics"]["best_step"] == b["metrics"]["best_step"]
         assert a["metrics"]["auc"] != b["metrics"]["auc"]          # another test set
         assert b["protocol"]["n_test"] < a["protocol"]["n_test"]
+
+
+def test_the_rule_step_has_binary_cleans_data_and_binary_icde24s_rule(tiny_data):
+    rule, clean = get_protocol("binary-clean-icde24rule"), get_protocol("binary-clean")
+    assert rule.epochs == get_protocol("binary-icde24").epochs and default_form(rule) == "coded"
+    mine, theirs = rule.split(tiny_data, 4), clean.split(tiny_data, 4)
+    for part in ("train", "val", "test", "test_prior"):
+        assert _pairs(getattr(mine, part)) == _pairs(getattr(theirs, part)), part
+    assert rule.has_validation and rule.seeds == 10

@@ -2,7 +2,8 @@
 construction.
 
 Records (Coat, seeds 0-4) at every point of the chain: ``binary-icde24`` (reference),
-``binary-icde24-cleantest`` (reference), ``binary-clean`` at ``reference`` (DR in both forms)
+``binary-icde24-cleantest`` (reference), ``binary-clean-icde24rule`` (reference),
+``binary-clean`` at ``reference`` (DR in both forms)
 and ``binary-clean`` at ``tuned-atrec`` (IPS only). Each method's AUC and nDCG@5 are MF's plus a
 difference per point chosen here, plus a small noise that differs from point to point, so that
 exactly one step moves each (method, metric):
@@ -10,8 +11,10 @@ exactly one step moves each (method, metric):
 * IPS, AUC: only the parameters (+0.03 at ``tuned-atrec``); nDCG@5: +0.05 everywhere (holds);
 * SNIPS, AUC: only the test set (+0.04 while the slice is in the test set, 0 after);
   nDCG@5: only the convention (+0.02 in ``(ref)``, -0.01 in the standard one);
-* DR, AUC: only the form (-0.05 in the corrected form); nDCG@5: only the data and selection
-  (-0.04 from ``binary-clean``'s split on).
+* DR, AUC: only the form (-0.05 in the corrected form); nDCG@5: only the data (-0.04 from
+  ``binary-clean``'s split on);
+* MF-SNIPS is not moved by the selection rule; ``cvib`` is, on both metrics (+0.03 from
+  ``binary-clean``'s own run on).
 """
 
 import json
@@ -31,17 +34,21 @@ SEEDS = range(5)
 BASE = np.array([-0.02, -0.01, 0.0, 0.01, 0.02])
 TINY = np.array([0.001, -0.001, 0.002, -0.002, 0.0])
 ICDE, STEP, CLEAN = "binary-icde24", "binary-icde24-cleantest", "binary-clean"
-# the chain's points: (protocol, parameter set, metric convention)
-POINTS = ("icde", "step-ref", "step", "clean-ref-coded", "clean-ref", "clean")
+RULE = "binary-clean-icde24rule"
+# the chain's points
+POINTS = ("icde", "step-ref", "step", "rule", "clean-ref-coded", "clean-ref", "clean")
 # (method, metric) -> its difference from MF at each point of POINTS
-MOVES = {("mf-ips", "auc"): (0, 0, 0, 0, 0, 0.03),
-         ("mf-ips", "ndcg"): (0.05,) * 6,
-         ("mf-snips", "auc"): (0.04, 0, 0, 0, 0, 0),
-         ("mf-snips", "ndcg"): (0.02, 0.02, -0.01, -0.01, -0.01, -0.01),
-         ("dr", "auc"): (0, 0, 0, 0, -0.05, -0.05),
-         ("dr", "ndcg"): (0, 0, 0, -0.04, -0.04, -0.04)}
+MOVES = {("mf-ips", "auc"): (0, 0, 0, 0, 0, 0, 0.03),
+         ("mf-ips", "ndcg"): (0.05,) * 7,
+         ("mf-snips", "auc"): (0.04, 0, 0, 0, 0, 0, 0),
+         ("mf-snips", "ndcg"): (0.02, 0.02, -0.01, -0.01, -0.01, -0.01, -0.01),
+         ("dr", "auc"): (0, 0, 0, 0, 0, -0.05, -0.05),
+         ("dr", "ndcg"): (0, 0, 0, -0.04, -0.04, -0.04, -0.04),
+         ("cvib", "auc"): (-0.02, -0.02, -0.02, -0.02, 0.01, 0.01, 0.01),
+         ("cvib", "ndcg"): (-0.02, -0.02, -0.02, -0.02, 0.01, 0.01, 0.01)}
 CAUSES = {("mf-ips", 0): "parameters", ("mf-snips", 0): "test set",
-          ("mf-snips", 1): "nDCG convention", ("dr", 0): "form", ("dr", 1): "data and selection"}
+          ("mf-snips", 1): "nDCG convention", ("dr", 0): "form", ("dr", 1): "data",
+          ("cvib", 0): "selection", ("cvib", 1): "selection"}
 MF = {"auc": 0.70, "ndcg": 0.60}
 
 
@@ -67,32 +74,34 @@ def _save(root, protocol, params, key, method, options, metrics, seed):
 
 def _write(base, skip=()):
     """Every point's records; ``skip``: protocols left without any."""
-    for method in ("mf", "mf-ips", "mf-snips", "dr"):
+    for method in ("mf", "mf-ips", "mf-snips", "dr", "cvib"):
         for s in SEEDS:
-            def metrics(point, ndcg_point, ndcg_name):
+            def metrics(point, ndcg_name):
                 m = dict.fromkeys(BINARY_CLEAN_METRICS, 0.5)
                 m.update(auc=_value(method, "auc", point, s),
-                         **{ndcg_name: _value(method, "ndcg", ndcg_point, s)})
+                         **{ndcg_name: _value(method, "ndcg", point, s)})
                 return m
             coded = {"form": "coded"} if method == "dr" else {}
             if ICDE not in skip:
-                _save(base, ICDE, "reference", method, method, coded, metrics(0, 0, "ndcg5_ref"),
-                      s)
+                _save(base, ICDE, "reference", method, method, coded, metrics(0, "ndcg5_ref"), s)
             if STEP not in skip:
-                step = metrics(1, 1, "ndcg5_ref")
+                step = metrics(1, "ndcg5_ref")
                 step["ndcg5"] = _value(method, "ndcg", 2, s)
                 _save(base, STEP, "reference", method, method, coded, step, s)
+            if RULE not in skip:
+                key = "dr" if method == "dr" else method     # the code's form by default
+                _save(base, RULE, "reference", key, method, coded, metrics(3, "ndcg5"), s)
             if CLEAN in skip:
                 continue
             if method == "dr":     # the code's form and the corrected one, at reference
                 _save(base, CLEAN, "reference", "dr+form=coded", "dr", coded,
-                      metrics(3, 3, "ndcg5"), s)
+                      metrics(4, "ndcg5"), s)
                 _save(base, CLEAN, "reference", "dr", "dr", {"form": "corrected"},
-                      metrics(4, 4, "ndcg5"), s)
+                      metrics(5, "ndcg5"), s)
             else:
-                _save(base, CLEAN, "reference", method, method, {}, metrics(4, 4, "ndcg5"), s)
+                _save(base, CLEAN, "reference", method, method, {}, metrics(5, "ndcg5"), s)
             if method == "mf-ips":   # its tuned values: the parameters step
-                _save(base, CLEAN, "tuned-atrec", method, method, {}, metrics(5, 5, "ndcg5"), s)
+                _save(base, CLEAN, "tuned-atrec", method, method, {}, metrics(6, "ndcg5"), s)
 
 
 @pytest.fixture(scope="module")
@@ -136,13 +145,15 @@ def test_the_cause_in_every_output(results):
     assert rows["SNIPS"]["cause nDCG@5"].startswith("nDCG convention -0.03")
     assert rows["DR†"]["cause AUC"].startswith("form -0.05")
     assert {(r["method"], r["metric"]) for r in part_rows(gap)} == {
-        (m, k) for m in ("IPS", "SNIPS", "DR†", "DR (form=coded)†") for k in ("AUC", "nDCG@5")}
+        (m, k) for m in ("IPS", "SNIPS", "DR†", "DR (form=coded)†", "CVIB")
+        for k in ("AUC", "nDCG@5")}
+    assert rows["CVIB"]["cause AUC"].startswith("selection +0.03")
     text = gap_report(results, "coat", "markdown", figures=False, expected_seeds=5).text
-    assert "## The gap by part" in text and "| data and selection -0.04" in text
+    assert "## The gap by part" in text and "| data -0.04" in text
     doc = json.loads(gap_report(results, "coat", "json", figures=False, expected_seeds=5).text)
     dr = next(m for m in doc["methods"] if m["method"] == "dr")
     assert dr["parts"]["auc"]["cause"] == "form"
-    assert dr["parts"]["ndcg5"]["cause"] == "data and selection"
+    assert dr["parts"]["ndcg5"]["cause"] == "data"
     assert doc["parts"] == list(PARTS)
 
 

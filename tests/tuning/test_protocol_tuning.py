@@ -31,6 +31,7 @@ CASES = {"saito2020": ("item", False, "mf-ips"), "ijcai2022": ("item", False, "m
          "binary-icde24": (NO_PROPENSITY, False, "mf-ips"),
          "binary-clean": (NO_PROPENSITY, False, "mf-ips"),
          "binary-icde24-cleantest": (NO_PROPENSITY, False, "mf-ips"),
+         "binary-clean-icde24rule": (NO_PROPENSITY, False, "mf-ips"),
          **{p: (NO_PROPENSITY, False, "mf-ips") for p in protocol_names()
             if p.startswith("binary-truth")}}
 

@@ -159,12 +159,13 @@ def test_cli_and_makefile_pass_binary(reproduce_env, monkeypatch):
 
 
 def test_the_route_trains_the_gap_chain_at_its_seeds(monkeypatch):
-    """The runs that split the protocol gap into parts: binary-icde24-cleantest and
-    binary-clean at reference, every form with reference values, capped at the chain's 10
-    seeds whatever the protocol's own count."""
+    """The runs that split the protocol gap into parts: binary-icde24-cleantest,
+    binary-clean-icde24rule and binary-clean at reference, every form with reference values,
+    capped at the chain's 10 seeds whatever the protocol's own count."""
     plans = stage.plan_gap_steps(["coat"])
     got = {(p.protocol, p.params, p.seeds) for p in plans}
     assert got == {("binary-icde24-cleantest", "reference", 10),
+                   ("binary-clean-icde24rule", "reference", 10),
                    ("binary-clean", "reference", 10)}
     step = next(p for p in plans if p.protocol == "binary-icde24-cleantest")
     clean = next(p for p in plans if p.protocol == "binary-clean")
