@@ -212,7 +212,7 @@ def _parts_legend(fmt: str) -> str:
             f"n seeds every step has, [95% t-interval]. cause: the part with the largest "
             f"change, for a method whose rank or verdict against MF changes, {WITHIN_NOISE} when "
             f"its interval holds zero ({HOLDS}: neither changes; -: a run of the chain is "
-            f"missing, see the notices). The parts' p-values (JSON) are not adjusted.")
+            f"missing, see the notices, or no seed has a fit that did not fail at every step). The parts' p-values (JSON) are not adjusted.")
     return f"% {text}" if fmt == "latex" else text
 
 
