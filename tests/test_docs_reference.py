@@ -207,9 +207,13 @@ def test_binary_method_page_groups_its_forms_and_says_what_it_reads(pages):
     # it reads the 5% MCAR slice; whether the slice stays in the test set is the protocol's
     assert ("| reads | the labels of a 5% slice of the MCAR data (marked †); `binary-icde24`: a "
             "slice left in the test set (a leak); `binary-clean`: a slice removed from the "
-            "test set; `binary-truth-a050`: 1000 cells drawn uniformly from the truth with "
+            "test set; `binary-icde24-cleantest`: a slice removed from the test set; "
+            "`binary-clean-icde24rule`: a slice removed from the test set; "
+            "`binary-truth-a050`: 1000 cells drawn uniformly from the truth with "
             "their labels, never scored;") in page
     assert ("(`binary-icde24`: the reference code's form; `binary-clean`: the corrected form; "
+            "`binary-icde24-cleantest`: the reference code's form; "
+            "`binary-clean-icde24rule`: the reference code's form; "
             "`binary-truth-a050`: the corrected form;") in page
     assert "## Where the reference code differs" in page
     assert "unweighted DR correction, reversed e_hat cross-entropy" in page

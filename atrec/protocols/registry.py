@@ -1,7 +1,8 @@
 """The registry of protocols: the built-ins (``saito2020``, the default, ``ijcai2022``,
-``binary-icde24``, ``binary-clean`` and the semi-synthetic ``binary-truth`` family) and
-any installed package's (entry-point group ``atrec.protocols``; see :mod:`atrec.registry`).
-``--protocol`` choices and ``atrec methods``' protocol table come from here."""
+``binary-icde24``, ``binary-clean``, the protocol gap's steps ``binary-icde24-cleantest`` and
+``binary-clean-icde24rule``, and the semi-synthetic ``binary-truth`` family) and any installed
+package's (entry-point group ``atrec.protocols``; see :mod:`atrec.registry`). ``--protocol``
+choices and ``atrec methods``' protocol table come from here."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from atrec.names import DEFAULT_PROTOCOL
 from atrec.protocols.base import Protocol, validate_protocol_class
 from atrec.protocols.binary import BinaryClean, BinaryICDE24
+from atrec.protocols.gap_steps import BinaryCleanICDE24Rule, BinaryICDE24CleanTest
 from atrec.protocols.ijcai2022 import IJCAI2022
 from atrec.protocols.saito2020 import Saito2020
 from atrec.protocols.truth import TRUTH_PROTOCOLS
@@ -23,6 +25,8 @@ def _builtins() -> None:
     PROTOCOLS.register(IJCAI2022)
     PROTOCOLS.register(BinaryICDE24)
     PROTOCOLS.register(BinaryClean)
+    PROTOCOLS.register(BinaryICDE24CleanTest)
+    PROTOCOLS.register(BinaryCleanICDE24Rule)
     for cls in TRUTH_PROTOCOLS:
         PROTOCOLS.register(cls)
 

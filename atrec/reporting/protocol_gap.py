@@ -34,7 +34,7 @@ in every output format and draws the figure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from atrec.errors import AtrecError
@@ -46,6 +46,7 @@ from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
 from atrec.protocols.binary import BinaryClean, BinaryICDE24
+from atrec.protocols.gap_steps import BinaryCleanICDE24Rule, BinaryICDE24CleanTest
 from atrec.protocols.truth import BinaryTruth
 from atrec.semisynthetic.truth import DATASET as TRUTH_DATASET
 from atrec.reporting.benchmark import (
@@ -76,6 +77,36 @@ SHOWN = {REFERENCE_PROTOCOL: ("auc_user", "recall5_ref"),
          TRUTH_PROTOCOL: ("truth_user_auc", "truth_recall5")}
 SHORT = {REFERENCE_PROTOCOL: "icde24", CLEAN_PROTOCOL: "clean",
          TRUTH_PROTOCOL: "truth"}   # column prefixes
+# the runs between the two protocols that decompose the gap into its parts
+# (:mod:`atrec.reporting.protocol_gap_parts`): step name -> (protocol, parameter set)
+STEP_PROTOCOL = BinaryICDE24CleanTest.name
+RULE_PROTOCOL = BinaryCleanICDE24Rule.name
+CLEAN_REFERENCE = "clean-reference"
+STEPS = {STEP_PROTOCOL: (STEP_PROTOCOL, REFERENCE), RULE_PROTOCOL: (RULE_PROTOCOL, REFERENCE),
+         CLEAN_REFERENCE: (CLEAN_PROTOCOL, REFERENCE)}
+STEP_SEEDS = BinaryICDE24CleanTest.seeds   # the chain's seeds: binary-icde24's
+
+
+def steps_command(dataset: str) -> str:
+    """The one command line that trains the chain's runs of ``dataset`` (every method in each
+    form, :data:`STEP_SEEDS` seeds)."""
+    return " && ".join(f"atrec train --protocol {name} --params {params} --dataset {dataset} "
+                       f"--method all --option form=all --without-at --seeds {STEP_SEEDS}"
+                       for name, params in STEPS.values())
+
+
+def bench_key(bench: Benchmark | None, protocol: str, method: str) -> str | None:
+    """The key of a row in ``bench`` (records under ``protocol``): the row itself, or the
+    method's key there (:func:`~atrec.methods.registry.canonical`); ``None`` without results."""
+    if bench is None:
+        return None
+    if method in bench.summaries:
+        return method
+    try:
+        key = canonical(method, protocol)
+    except AtrecError:
+        return None
+    return key if key in bench.summaries else None
 
 
 @dataclass(frozen=True)
@@ -84,13 +115,15 @@ class Gap:
     ``benches`` (protocol -> its
     :class:`~atrec.reporting.benchmark.Benchmark`, absent when it has no results), ``methods``
     (names, in registry order), ``tests`` (protocol -> the Holm-adjusted tests against MF on
-    :data:`RANKED`) and ``notices``."""
+    :data:`RANKED`), ``notices`` and ``steps`` (step of :data:`STEPS` -> its
+    :class:`~atrec.reporting.benchmark.Benchmark`, absent when it has no results)."""
 
     dataset: str
     benches: dict
     methods: tuple[str, ...]
     tests: dict
     notices: tuple[str, ...]
+    steps: dict = field(default_factory=dict)
 
     def data_of(self, protocol: str) -> str:
         """The dataset a protocol's column reads: the truth's own, else the gap's."""
@@ -100,16 +133,7 @@ class Gap:
         """The key under ``protocol`` of a row (module doc: a method at each protocol's
         default, or in a form named by the row), ``None`` where that protocol has no results
         of it."""
-        bench = self.benches.get(protocol)
-        if bench is None:
-            return None
-        if method in bench.summaries:
-            return method
-        try:
-            key = canonical(method, protocol)
-        except AtrecError:
-            return None
-        return key if key in bench.summaries else None
+        return bench_key(self.benches.get(protocol), protocol, method)
 
     def mean(self, protocol: str, method: str, metric: str) -> float | None:
         key = self.key(protocol, method)
@@ -221,4 +245,22 @@ def protocol_gap(root: Path | None = None, dataset: str = "coat",
         rows = [(data, m, NO_PROPENSITY) for m in names if m in bench.summaries]
         tests[name] = tuple(method_tests(bench.summaries, rows, RANKED[name],
                                          baseline=BINARY_BASELINE, pair=lambda p: p))
-    return Gap(dataset, benches, tuple(names), tests, tuple(notices))
+    steps = load_steps(base, dataset, expected_seeds)
+    if len(steps) < len(STEPS):
+        notices.append(f"the gap's parts need the runs between the protocols: run "
+                       f"'{steps_command(dataset)}'")
+    return Gap(dataset, benches, tuple(names), tests, tuple(notices), steps)
+
+
+def load_steps(base: Path, dataset: str, expected_seeds: int | None = None) -> dict:
+    """The chain's runs of ``dataset`` under ``base`` (:data:`STEPS`): step -> its
+    :class:`~atrec.reporting.benchmark.Benchmark`, a step without records left out."""
+    steps = {}
+    for step, (name, params) in STEPS.items():
+        try:
+            steps[step] = load_benchmark(get_protocol(name).results_root(base), [dataset], params,
+                                         expected_seeds or STEP_SEEDS, protocol=name)
+        except AtrecError as exc:
+            if exc.exit_code != 3:
+                raise
+    return steps

@@ -31,12 +31,15 @@ from atrec.reporting.protocol_gap import (
     RANKED,
     REFERENCE_PROTOCOL,
     SHORT,
+    RULE_PROTOCOL,
     SHOWN,
+    STEP_PROTOCOL,
     TRUTH_DATASET,
     TRUTH_PROTOCOL,
     Gap,
     protocol_gap,
 )
+from atrec.reporting.protocol_gap_parts import HOLDS, PARTS, WITHIN_NOISE, decompositions
 from atrec.reporting.report import ReportOutput
 from atrec.reporting.tables import FORMATS, render
 
@@ -54,19 +57,26 @@ def _beats(gap: Gap, protocol: str, method: str) -> str:
     return ", ".join(label for label, v in verdicts if v) or "no"
 
 
+def _row_label(gap: Gap, method: str, fmt: str) -> str:
+    """A row's label with its marks: reads MCAR labels, some fits failed."""
+    label = gap.label(method)
+    if fmt == "latex":
+        label = latex_escape(label) + ("$^\\dagger$" if gap.uses_mcar(method) else "")
+    elif gap.uses_mcar(method):
+        label += MCAR_MARK
+    if any(gap.failed(p, method) for p in COLUMNS):
+        label += "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
+    return label
+
+
 def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
-    """The gap table in a text format: one row per method."""
+    """The gap table in a text format: one row per method, ending with the cause of its move
+    on each ranked metric (:mod:`atrec.reporting.protocol_gap_parts`)."""
+    parts = decompositions(gap)
     rows = []
     for method in gap.methods:
-        label = gap.label(method)
-        if fmt == "latex":
-            label = latex_escape(label) + ("$^\\dagger$" if gap.uses_mcar(method) else "")
-        elif gap.uses_mcar(method):
-            label += MCAR_MARK
         failed = {p: len(gap.failed(p, method)) for p in COLUMNS}
-        if any(failed.values()):
-            label += "$^\\ddagger$" if fmt == "latex" else FAILED_MARK
-        row = {"method": label}
+        row = {"method": _row_label(gap, method, fmt)}
         for protocol in COLUMNS:
             p = SHORT[protocol]
             row[f"{p} params"] = gap.params(protocol, method)[0]
@@ -80,8 +90,29 @@ def gap_rows(gap: Gap, fmt: str = "table") -> tuple[list[dict], list[str]]:
             row[f"{p} beats MF"] = "(baseline)" if method == BINARY_BASELINE else _beats(
                 gap, protocol, method)
             row[f"{p} failed"] = str(failed[protocol])
+        for k, metric in enumerate(RANKED[CLEAN_PROTOCOL]):
+            row[f"cause {metric_label(metric, 'standard')}"] = parts[(method, k)].cause_text()
         rows.append(row)
     return rows, list(rows[0]) if rows else []
+
+
+def part_rows(gap: Gap, fmt: str = "table") -> list[dict]:
+    """The gap decomposed: per method and ranked metric, the move against MF between the
+    protocols (``total``) and each part of it with its 95% interval over the chain's seeds."""
+    rows = []
+    for (method, k), d in decompositions(gap).items():
+        if method == BINARY_BASELINE or d.total is None:
+            continue
+        row = {"method": _row_label(gap, method, fmt),
+               "metric": metric_label(RANKED[CLEAN_PROTOCOL][k], "standard"),
+               "n": str(d.parts[0].n) if d.parts else "-", "move vs MF": signed(d.total, 4)}
+        found = {part.name: part for part in d.parts}
+        for name in PARTS:
+            part = found.get(name)
+            row[name] = "-" if part is None else part.text()[len(name) + 1:]
+        row["cause"] = d.cause_text()
+        rows.append(row)
+    return rows
 
 
 def gap_test_rows(gap: Gap, fmt: str = "table") -> list[dict]:
@@ -101,10 +132,14 @@ def gap_test_rows(gap: Gap, fmt: str = "table") -> list[dict]:
 
 
 def gap_json(gap: Gap) -> dict:
-    """The gap as machine-readable data (non-finite numbers as ``None``)."""
+    """The gap as machine-readable data (non-finite numbers as ``None``); each method's
+    ``parts``: per ranked metric (``binary-clean``'s name) its decomposition."""
     methods = []
+    parts = decompositions(gap)
     for method in gap.methods:
-        entry = {"method": method, "label": gap.label(method), "uses_mcar": gap.uses_mcar(method)}
+        entry = {"method": method, "label": gap.label(method), "uses_mcar": gap.uses_mcar(method),
+                 "parts": {m: parts[(method, k)].as_dict()
+                           for k, m in enumerate(RANKED[CLEAN_PROTOCOL])}}
         for protocol in COLUMNS:
             params, budget = gap.params(protocol, method)
             entry[protocol] = {
@@ -125,7 +160,8 @@ def gap_json(gap: Gap) -> dict:
                       "alpha": ALPHA,
                       "params": {p: gap.benches[p].params for p in gap.benches},
                       "ranked_metrics": {p: list(RANKED[p]) for p in COLUMNS},
-                      "truth_dataset": TRUTH_DATASET,
+                      "truth_dataset": TRUTH_DATASET, "parts": list(PARTS),
+                      "steps": sorted(gap.steps),
                       "methods": methods, "tests": tests})
 
 
@@ -160,6 +196,23 @@ def _legend(gap: Gap, fmt: str) -> str:
             f"(collapsed, at the constant's validation loss, or a seed far below the others: "
             f"docs/protocols.md, Failed fits), counted in the failed columns and left out of "
             f"the means, ranks and tests.")
+    return f"% {text}" if fmt == "latex" else text
+
+
+def _parts_legend(fmt: str) -> str:
+    text = (f"The move: the method's mean difference from MF under {CLEAN_PROTOCOL} less the "
+            f"same under {REFERENCE_PROTOCOL}, split by a chain of runs that each change one "
+            f"factor: test set ({REFERENCE_PROTOCOL} -> {STEP_PROTOCOL}, the same training "
+            f"scored on {CLEAN_PROTOCOL}'s test set, the 5% MCAR slice out of it), nDCG "
+            f"convention (the same runs, (ref) -> standard), data (-> {RULE_PROTOCOL}: "
+            f"{CLEAN_PROTOCOL}'s split, {REFERENCE_PROTOCOL}'s stopping rule), selection (-> "
+            f"{CLEAN_PROTOCOL} at reference values in the code's form: its selection rule), "
+            f"form (-> its default form), parameters (-> its set in this table), seeds "
+            f"(each protocol's seeds outside the chain's). Each part: mean change over the "
+            f"n seeds every step has, [95% t-interval]. cause: the part with the largest "
+            f"change, for a method whose rank or verdict against MF changes, {WITHIN_NOISE} when "
+            f"its interval holds zero ({HOLDS}: neither changes; -: a run of the chain is "
+            f"missing, see the notices, or no seed has a fit that did not fail at every step). The parts' p-values (JSON) are not adjusted.")
     return f"% {text}" if fmt == "latex" else text
 
 
@@ -247,6 +300,11 @@ def gap_report(root: Path | None = None, dataset: str = "coat", fmt: str = "tabl
              f"{heading('Paired t-tests vs MF, Holm over each protocol', fmt)}\n"
              + (render(tests, fmt, list(tests[0]), numparse=False) if tests
                 else "(nothing to show)")]
+    moved = part_rows(gap, fmt)
+    parts.append(f"{heading('The gap by part: what moves each method against MF', fmt)}\n"
+                 + (render(moved, fmt, list(moved[0]), numparse=False) if moved
+                    else "(nothing to show)")
+                 + ("" if fmt == "csv" else "\n" + _parts_legend(fmt)))
     for protocol, bench in gap.benches.items():   # intervals over test users and seeds
         if boot_metrics(bench):
             boxed = interval_rows(bench, label_of, fmt)

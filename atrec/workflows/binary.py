@@ -20,6 +20,10 @@ reads the records it trains. Each protocol runs its own number of seeds (``binar
 when the caller asks for fewer (:func:`binary_seeds`).
 
 A method without values for a dataset in either set is left out with a notice.
+:func:`plan_gap_steps` adds the runs between the two protocols that split the gap into its parts
+(:data:`~atrec.reporting.protocol_gap.STEPS`: ``binary-icde24-cleantest``,
+``binary-clean-icde24rule`` and ``binary-clean``, all at ``reference``, every form, the chain's
+10 seeds).
 :func:`train_binary` trains the plans (resumable: finished seeds are reused) and
 :func:`write_gap_report` writes ``<results>/protocol_gap.md`` and its figures.
 """
@@ -37,7 +41,7 @@ from atrec.methods.registry import every_form
 from atrec.names import NO_PROPENSITY
 from atrec.paths import results_dir
 from atrec.protocols import get_protocol
-from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS
+from atrec.reporting.protocol_gap import GAP_PARAMS, GAP_PROTOCOLS, STEP_SEEDS, STEPS
 from atrec.reporting.protocol_gap_report import gap_reports
 from atrec.params.lookup import chain_sets, get_params
 
@@ -47,12 +51,14 @@ GAP_FILE = "protocol_gap.md"
 @dataclass(frozen=True)
 class BinaryPlan:
     """One ``atrec train`` of the binary stage: ``methods`` under ``protocol`` on ``dataset``
-    with the parameter set ``params``."""
+    with the parameter set ``params``; ``seeds``: at most that many (``None``: the
+    protocol's own)."""
 
     protocol: str
     dataset: str
     params: str
     methods: tuple[str, ...]
+    seeds: int | None = None
 
 
 def _params_set(protocol: str, dataset: str, method: str, tables: dict) -> str | None:
@@ -89,6 +95,25 @@ def plan_binary(datasets: Sequence[str], methods: Sequence[str] | None = None
     return plans, notices
 
 
+def plan_gap_steps(datasets: Sequence[str]) -> list[BinaryPlan]:
+    """The chain's runs (module doc): per step and dataset, every method in each form that has
+    ``reference`` values there, at most :data:`STEP_SEEDS` seeds."""
+    plans = []
+    for protocol, params in STEPS.values():
+        tables: dict = {}
+        for dataset in datasets:
+            names = []
+            for name in every_form(protocol):
+                try:
+                    get_params(params, dataset, NO_PROPENSITY, False, name, protocol, tables)
+                except AtrecError:
+                    continue
+                names.append(name)
+            if names:
+                plans.append(BinaryPlan(protocol, dataset, params, tuple(names), STEP_SEEDS))
+    return plans
+
+
 def binary_seeds(protocol: str, seeds: int | None = None) -> int:
     """The seeds the route runs under ``protocol``: its own (:attr:`Protocol.seeds`), or
     ``seeds`` when fewer."""
@@ -103,6 +128,7 @@ def train_binary(plans: Sequence[BinaryPlan], seeds: int | None = None,
     outcomes = []
     for plan in plans:
         n = binary_seeds(plan.protocol, seeds)
+        n = n if plan.seeds is None else min(n, plan.seeds)
         outcomes += train(TrainRequest([plan.dataset], [NO_PROPENSITY], [False],
                                        list(range(n)), params=plan.params,
                                        methods=list(plan.methods), protocol=plan.protocol),

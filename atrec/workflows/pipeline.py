@@ -305,6 +305,7 @@ def reproduce(tune: bool = False, seeds: int = 20, trials: int = PAPER_TRIALS,
         stage("bl-train", do_baseline_train)
     if binary:
         binary_plans.extend(bin_stage.plan_binary(table_sets)[0])
+        binary_plans.extend(bin_stage.plan_gap_steps(table_sets))
         stage("bin-train", do_binary_train)
     if variance and "ml-100k" in available:
         stage("variance", do_variance)

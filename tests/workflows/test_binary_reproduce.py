@@ -156,3 +156,23 @@ def test_cli_and_makefile_pass_binary(reproduce_env, monkeypatch):
                                         check=True).stdout
     assert "--binary" not in subprocess.run(make, capture_output=True, text=True,
                                             check=True).stdout
+
+
+def test_the_route_trains_the_gap_chain_at_its_seeds(monkeypatch):
+    """The runs that split the protocol gap into parts: binary-icde24-cleantest,
+    binary-clean-icde24rule and binary-clean at reference, every form with reference values,
+    capped at the chain's 10 seeds whatever the protocol's own count."""
+    plans = stage.plan_gap_steps(["coat"])
+    got = {(p.protocol, p.params, p.seeds) for p in plans}
+    assert got == {("binary-icde24-cleantest", "reference", 10),
+                   ("binary-clean-icde24rule", "reference", 10),
+                   ("binary-clean", "reference", 10)}
+    step = next(p for p in plans if p.protocol == "binary-icde24-cleantest")
+    clean = next(p for p in plans if p.protocol == "binary-clean")
+    assert {"mf", "dr", "dr+form=corrected"} <= set(step.methods)
+    assert {"mf", "dr", "dr+form=coded"} <= set(clean.methods)     # the code's form too
+    asked = []
+    monkeypatch.setattr(stage, "train", lambda request, echo=None: asked.append(request) or [])
+    stage.train_binary([clean], seeds=20)
+    stage.train_binary([clean], seeds=3)
+    assert [r.seeds for r in asked] == [list(range(10)), [0, 1, 2]]
