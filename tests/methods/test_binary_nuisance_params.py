@@ -50,6 +50,13 @@ def test_the_corrected_form_searches_its_nuisance_models_optimisers(method, keys
         assert coded == icde
 
 
+@pytest.mark.parametrize("method", ["tdr", "dr", "mf", "cvib"])
+def test_a_method_without_an_imputation_mf_has_no_imputation_keys(method):
+    clean = set(SearchSpace.for_method(method, "binary-clean").as_dict())
+    assert not {"imp_lr", "imp_lam"} & clean
+    assert ("prop_ce_lr" in clean) == (method == "dr")   # DR's propensity is the NCF one
+
+
 def test_reference_values_take_the_defaults_in_the_corrected_form_only():
     clean = get_params("reference", "coat", "none", False, "dr-jl", "binary-clean")[0].as_dict()
     coded = get_params("reference", "coat", "none", False, "dr-jl", "binary-icde24")[0].as_dict()

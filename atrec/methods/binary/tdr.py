@@ -327,6 +327,7 @@ class BinaryTDR(BinaryTDRJL):
     reference_forms = "weights misaligned with a shuffled training list, unweighted correction"
     leaks = True
     uses_mcar = True
+    corrected_hyperparameters = ()    # no imputation MF: y_bar imputes
     reference_params = reference_table(
         "tdr", {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 128, "gamma": 0.1,
                 "uniform_ratio": 3},
