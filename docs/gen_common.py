@@ -167,9 +167,14 @@ def fmt(value) -> str:
 
 def hyperparameter_section(cls: type, with_at: bool, how: str) -> list[str]:
     """A method's hyperparameters and search spaces as a table under its heading (AT's
-    ``epsilon`` too, ``with_at``), after ``how`` (what tunes them)."""
+    ``epsilon`` too, ``with_at``; a binary method's corrected form's own, with their
+    defaults), after ``how`` (what tunes them)."""
     rows = [[f"`{h.name}`", h.kind, h.describe(), h.allowed, h.help or "-"]
             for h in cls.hyperparameters]
+    for h in getattr(cls, "corrected_hyperparameters", ()):
+        default = f"`{h.default}`'s value" if isinstance(h.default, str) else f"{h.default:g}"
+        rows.append([f"`{h.name}` (corrected form only)", h.kind, h.describe(), h.allowed,
+                     f"{h.help or '-'}; a parameter set without it: {default}"])
     if with_at:
         rows.append([f"`{EPSILON.name}` (with AT only)", EPSILON.kind, EPSILON.describe(),
                      EPSILON.allowed, EPSILON.help])

@@ -253,15 +253,24 @@ class Method:
         return None
 
     @classmethod
-    def hyperparameter(cls, name: str) -> Hyperparameter:
-        for h in cls.hyperparameters:
+    def hyperparameter(cls, name: str, form: str | None = None) -> Hyperparameter:
+        for h in cls.hyperparameters_for(form):
             if h.name == name:
                 return h
         raise KeyError(name)
 
     @classmethod
-    def check_params(cls, values: dict, with_at: bool = False) -> dict:
-        """Validate a parameter set against :attr:`hyperparameters` (plus ``epsilon`` with AT).
+    def hyperparameters_for(cls, form: str | None = None) -> tuple[Hyperparameter, ...]:
+        """The hyperparameters of the method run in ``form`` (a binary method's ``coded`` or
+        ``corrected``; ``None`` outside the binary protocols): :attr:`hyperparameters`, the
+        same in every form unless a subclass says otherwise
+        (:meth:`atrec.methods.binary.base.BinaryMethod.hyperparameters_for`)."""
+        return cls.hyperparameters
+
+    @classmethod
+    def check_params(cls, values: dict, with_at: bool = False, form: str | None = None) -> dict:
+        """Validate a parameter set against :meth:`hyperparameters_for` ``form`` (plus
+        ``epsilon`` with AT).
 
         Parameters
         ----------
@@ -269,12 +278,15 @@ class Method:
             Name -> value, as read from a parameter file or a study.
         with_at : bool
             Whether AT's ``epsilon`` is required too.
+        form : str, optional
+            The form the method runs in (its hyperparameters may differ by form).
 
         Returns
         -------
         dict
             A new dict of exactly those names, each value converted by
-            :meth:`Hyperparameter.check`.
+            :meth:`Hyperparameter.check`; a hyperparameter that has a ``default`` and is not
+            given takes it (a number, or the value of the hyperparameter it names).
 
         Raises
         ------
@@ -285,21 +297,34 @@ class Method:
         """
         if not isinstance(values, dict):
             raise ValueError(f"parameters must map names to numbers, got {values!r}")
-        wanted = cls.hyperparameters + ((EPSILON,) if with_at else ())
+        wanted = cls.hyperparameters_for(form) + ((EPSILON,) if with_at else ())
         names = [h.name for h in wanted]
+        other_forms = {h.name for h in cls.every_hyperparameter()} - set(names)
         for key in values:
             if key not in names:
                 why = (" (AT's threshold: give it only with AT, in a '-at' entry)"
-                       if key == EPSILON.name else "")
+                       if key == EPSILON.name else
+                       f" (a hyperparameter of another form than {form}: leave it out, or run "
+                       f"that form)" if key in other_forms else "")
                 raise ValueError(f"unknown hyperparameter '{key}'{why}: {cls.name}"
                                  f"{' with AT' if with_at else ''} takes {', '.join(names)}")
         out = {}
         for h in wanted:
-            if h.name not in values:
+            if h.name not in values and h.default is None:
                 why = " (AT needs it)" if h is EPSILON else ""
                 raise ValueError(f"lacks '{h.name}'{why}: give {h.allowed}")
-            out[h.name] = h.check(values[h.name])
+            if h.name in values:
+                out[h.name] = h.check(values[h.name])
+        for h in wanted:     # the defaults last: one may name another hyperparameter's value
+            if h.name not in out:
+                out[h.name] = h.check(out[h.default] if isinstance(h.default, str)
+                                      else h.default)
         return out
+
+    @classmethod
+    def every_hyperparameter(cls) -> tuple[Hyperparameter, ...]:
+        """The hyperparameters of every form, each once (:meth:`hyperparameters_for`)."""
+        return cls.hyperparameters
 
 
 def validate_method_class(cls: type) -> None:
@@ -332,6 +357,15 @@ def validate_method_class(cls: type) -> None:
     if "dim" not in names or "lam" not in names:
         raise ValueError(f"method class {cls.__name__}: hyperparameters must include 'dim' and "
                          f"'lam' (AT's A3 and the search space use them), got {names}")
+    every = cls.every_hyperparameter()
+    if len({h.name for h in every}) != len(every) or not all(
+            isinstance(h, Hyperparameter) for h in every):
+        raise ValueError(f"method class {cls.__name__}: the hyperparameters of its forms must "
+                         f"be Hyperparameter, each name once, got {[h.name for h in every]}")
+    for h in every:
+        if isinstance(h.default, str) and h.default not in names:
+            raise ValueError(f"method class {cls.__name__}: hyperparameter {h.name} defaults "
+                             f"to '{h.default}', which is not one of {names}")
     if cls.fit is Method.fit:
         raise ValueError(f"method class {cls.__name__} does not implement fit()")
     validate_options(cls)

@@ -16,7 +16,9 @@ def _method_rows(registry) -> list[dict]:
     methods = []
     for entry in registry.entries():
         cls = entry.cls
-        space = "; ".join(f"{h.name}: {h.describe()}" for h in cls.hyperparameters)
+        space = "; ".join([f"{h.name}: {h.describe()}" for h in cls.hyperparameters]
+                          + [f"{h.name} (corrected form): {h.describe()}"
+                             for h in getattr(cls, "corrected_hyperparameters", ())])
         uses = [w for w, flag in (("propensity", cls.uses_propensity), ("MCAR labels",
                                                                         cls.uses_mcar)) if flag]
         options = {o.name: {"values": dict(o.values), "default": o.default, "help": o.help}

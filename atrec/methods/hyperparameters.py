@@ -38,6 +38,13 @@ class Hyperparameter:
         so a hand-written file cannot ask for an absurd table).
     positive : bool
         Makes 0 invalid for a ``float`` (whose file range is otherwise ``[0, bound]``).
+    default : float, str or None
+        The value a parameter set that lacks it takes: a number, or the name of another
+        hyperparameter whose value it takes (an imputation model's ``imp_lr`` defaults to the
+        predictor's ``lr``); ``None`` (every hyperparameter of a method's own list): required.
+        A hyperparameter that only some form of a method has (a binary method's
+        ``corrected_hyperparameters``) has one, so that parameter sets written before it
+        existed keep working.
 
     Raises
     ------
@@ -55,6 +62,7 @@ class Hyperparameter:
     help: str = ""
     maximum: float | None = None
     positive: bool = False
+    default: float | str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("int", "float"):

@@ -89,6 +89,20 @@ def resolve(text: str, protocol: Protocol | str | None = None, extra: dict | Non
     return cls, resolve_options(cls, given, default_form(protocol))
 
 
+def method_form(text: str, protocol: Protocol | str | None = None) -> str | None:
+    """The form a method as written runs in under ``protocol``: its ``form`` option, else the
+    protocol's default (:func:`default_form`; ``None`` outside the binary protocols), as
+    :meth:`~atrec.methods.binary.base.BinaryMethod.applied` chooses it at fit time."""
+    return resolve(text, protocol)[1].get("form") or default_form(protocol)
+
+
+def hyperparameters_of(text: str, protocol: Protocol | str | None = None) -> tuple:
+    """The hyperparameters of a method as written, in the form it runs in under ``protocol``
+    (:meth:`~atrec.methods.base.Method.hyperparameters_for`): what its parameter sets must
+    hold and what its studies search."""
+    return method_class(text, protocol).hyperparameters_for(method_form(text, protocol))
+
+
 def canonical(text: str, protocol: Protocol | str | None = None, extra: dict | None = None) -> str:
     """The key of a method as written (:func:`resolve`): its name and the options that differ
     from their default (:func:`atrec.methods.options.method_key`); the one name of a run in

@@ -14,7 +14,13 @@ from pathlib import Path
 import yaml
 
 from atrec.errors import AtrecError
-from atrec.methods.registry import DEFAULT_METHOD, METHODS, method_class, registry_for
+from atrec.methods.registry import (
+    DEFAULT_METHOD,
+    METHODS,
+    method_class,
+    method_form,
+    registry_for,
+)
 from atrec.names import DATASETS, NO_PROPENSITY, config_key
 from atrec.protocols import Protocol, get_protocol
 from atrec.params.keys import _known_method, entry_key
@@ -223,11 +229,14 @@ def lookup(table: dict, dataset: str, key: str, source_label: str,
 
 def check_entry(entry: dict, dataset: str, key: str, where: str, method: str,
                 protocol: Protocol | str | None = None) -> dict:
-    """The parameters of one entry validated by ``method`` (names, types, ranges), without what
-    'atrec tune' records beside them; a bad one is one line naming the entry and the file."""
+    """The parameters of one entry validated by ``method`` in the form it runs in under
+    ``protocol`` (names, types, ranges; a hyperparameter of that form that the entry lacks at
+    its default), without what 'atrec tune' records beside them; a bad one is one line naming
+    the entry and the file."""
     values = {k: v for k, v in entry.items() if k not in ENTRY_METADATA}
     try:
-        return method_class(method, protocol).check_params(values, with_at=key.endswith("-at"))
+        return method_class(method, protocol).check_params(
+            values, with_at=key.endswith("-at"), form=method_form(method, protocol))
     except (TypeError, ValueError) as exc:
         raise AtrecError(f"bad parameters for {dataset}/{key} in {where}: {exc}; fix the "
                          f"file or tune again") from None

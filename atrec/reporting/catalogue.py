@@ -105,6 +105,9 @@ def _fields(cls, origin: str, protocol: str) -> list[tuple[str, str]]:
         out.append(("the code's form", cls.reference_forms))
     out += [(f"hyperparameter {h.name}", f"{h.describe()}" + (f"; {h.help}" if h.help else ""))
             for h in cls.hyperparameters]
+    out += [(f"hyperparameter {h.name} (corrected form only)",
+             f"{h.describe()}; {h.help}; default {h.default}")
+            for h in getattr(cls, "corrected_hyperparameters", ())]
     out.append(("with AT", f"adds {EPSILON.name}: {EPSILON.describe()}" if cls.serves_in_at
                 else "cannot serve in AT"))
     out.append(("uses", _uses(cls)))

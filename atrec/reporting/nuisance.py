@@ -5,7 +5,9 @@ A binary record of a method with a learned propensity or an imputation model car
 (:mod:`atrec.methods.binary.nuisance`); a run that the step cap stopped while still improving
 carries ``diagnostics["flags"]`` (:func:`atrec.evaluation.fits.fit_diagnostics`). A table marks the rows that hold such a run with
 :data:`FLAG_MARK` and says in a notice how many seeds are flagged and why: a flagged run is no
-evidence about its method, so it is never silently averaged in.
+evidence about its method, so it is never silently averaged in. A reason about a propensity
+other than the NCF model names it (``(logistic)``: TDR's; ``(naive-bayes)``: DR-BIAS's, DR-MSE's,
+Stable-DR's), so the notice says which model failed.
 """
 
 from __future__ import annotations

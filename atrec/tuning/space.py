@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atrec.methods.base import EPSILON
-from atrec.methods.registry import method_class
+from atrec.methods.registry import hyperparameters_of, method_class
 from atrec.names import DEFAULT_METHOD
 from atrec.protocols import Protocol
 from atrec.params.lookup import HyperParams
@@ -30,12 +30,15 @@ class SearchSpace:
     @classmethod
     def for_method(cls, method: str = DEFAULT_METHOD, protocol: Protocol | str | None = None) -> "SearchSpace":
         """The space of a registered method: its ``dim`` and ``lam`` ranges, its other
-        hyperparameters, and AT's ``epsilon``; MF-IPS's is the paper's."""
+        hyperparameters in the form it runs in under ``protocol``
+        (:func:`~atrec.methods.registry.hyperparameters_of`: a binary method's corrected form
+        adds its nuisance models' own), and AT's ``epsilon``; MF-IPS's is the paper's."""
         method_cls = method_class(method, protocol)
         dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
         return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,
                    EPSILON.low, EPSILON.high,
-                   tuple(h for h in method_cls.hyperparameters if h.name not in ("dim", "lam")))
+                   tuple(h for h in hyperparameters_of(method, protocol)
+                         if h.name not in ("dim", "lam")))
 
     def __post_init__(self) -> None:
         if not (0 < self.dim_low <= self.dim_high and self.dim_step > 0

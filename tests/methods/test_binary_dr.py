@@ -9,7 +9,7 @@ import pytest
 
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
-from atrec.learners.epochs import Batch, StepState, new_opt
+from atrec.learners.epochs import Batch, Group, StepState, new_opt
 from atrec.methods.binary import base as binary_base
 from atrec.methods.binary import dr
 from atrec.methods.registry import get_method, method_class
@@ -88,7 +88,7 @@ def _step_state(seed=0):
               **bm.normal_tables([1, 2], "imp", nu, ni, k)}
     params = {n: tf.constant(v) for n, v in params.items()}
     prop = {n: tf.constant(v) for n, v in bm.ncf_params([1, 2], nu, ni, k).items()}
-    groups = {"pred": dr.PRED, "imp": dr.IMP}
+    groups = {"pred": dr.PRED, "imp": Group(("imp_W", "imp_H"))}   # the code's form: lr, lam
     hp = {n: tf.constant(v, tf.float32) for n, v in
           {"gamma": 0.05, "lr": 0.05, "lam": 1e-3, "direct_scale": 1.0}.items()}
     batch = Batch(tf.constant(rng.integers(0, nu, (2, 3)), tf.int32),

@@ -11,6 +11,7 @@ import pytest
 
 from atrec.learners.epochs import Batch, Group, StepState, new_opt
 from atrec.methods.binary import dt, escm2, joint, multi
+from atrec.methods.binary.base import BinaryRun
 from atrec.methods.binary.registry import BINARY_METHODS
 from atrec.protocols import get_protocol
 from atrec.runtime import tf
@@ -270,8 +271,10 @@ def test_escm2_ips_steps_twice_as_coded_by_hand():
 
 
 def _run(corrected, **values):
-    return SimpleNamespace(corrected=corrected, values={"batch_size": 8, "uniform_ratio": 2,
-                                                        **values})
+    run = SimpleNamespace(corrected=corrected, values={"batch_size": 8, "uniform_ratio": 2,
+                                                       **values})
+    run.imputation_group = lambda *a, **k: BinaryRun.imputation_group(run, *a, **k)
+    return run
 
 
 def test_each_protocol_runs_its_form():
@@ -284,6 +287,9 @@ def test_each_protocol_runs_its_form():
     dr = escm2.BinaryESCM2DR()
     assert dr._stage(_run(False), {}).step is escm2.escm2_dr_unweighted
     assert dr._stage(_run(True), {}).step is escm2.escm2_dr_weighted
+    # the imputation's own Adam in the corrected form only (imp_lam its decay in both)
+    assert dr._stage(_run(True), {}).groups["imp"] == Group(escm2.IMP, "imp_lr", "imp_lam")
+    assert dr._stage(_run(False), {}).groups["imp"] == Group(escm2.IMP, "lr", "imp_lam")
     m = multi.BinaryMultiIPS()
     assert m._stage(_run(False), {"x": 0}).extra == 0          # the code draws no pair from all
     assert m._stage(_run(True), {"x": 0}).extra == 2

@@ -72,7 +72,7 @@ def test_the_corrected_propensity_trains_its_bias_without_decay_and_starts_at_th
         return real(self, stage, params, hp, consts, source_size, rule)
 
     monkeypatch.setattr(binary_base.BinaryRun, "pretrain", pretrain)
-    run = binary_base.BinaryRun(problem, _params(ips.BinaryIPS), settings, False)
+    run = ips.BinaryIPS().start(problem, _params(ips.BinaryIPS), settings)
     prop_mod.fit_propensity(run)
     groups = seen["stage"].groups
     assert groups["prop_bias"].names == ("prop_b",) and seen["hp"][groups["prop_bias"].wd] == 0

@@ -27,7 +27,7 @@ import numpy as np
 
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
-from atrec.learners.epochs import Patience, ReferenceRule, Stage, StageResult, run_stage
+from atrec.learners.epochs import Group, Patience, ReferenceRule, Stage, StageResult, run_stage
 from atrec.methods.binary.nuisance import auc
 from atrec.methods.base import DIM, LAM, FitProblem, Hyperparameter, Method, MethodResult
 from atrec.methods.options import Option
@@ -66,6 +66,17 @@ FORM = Option("form", ((CODED, "as the reference code computes it (its deviation
 # 0.01; issue 60 measured DR-JL's imputation AUC 0.52 from N(0, 1) at k about 50, 0.62 at 0.1,
 # 0.65 at 0.01)
 IMPUTATION_INIT_SCALE = 0.01
+# The corrected form's imputation MF has its own Adam: these two hyperparameters (the code's
+# form trains it with the predictor's lr and lam, or the method's imp_lam). Each defaults to
+# the predictor's value, so that a parameter set without them (the reference values, a file
+# tuned before they existed) runs as the corrected form ran before they were added.
+IMP_LR = Hyperparameter("imp_lr", "float", 1e-3, 1e-1, log=True, maximum=10.0, positive=True,
+                        default="lr", help="corrected form: the imputation MF's Adam learning "
+                                           "rate (default: lr)")
+IMP_LAM_OWN = Hyperparameter("imp_lam", "float", 1e-7, 1e-1, log=True, maximum=10.0,
+                             default="lam", help="corrected form: the imputation MF's weight "
+                                                 "decay (default: lam)")
+IMPUTATION_OWN = (IMP_LR, IMP_LAM_OWN)   # corrected_hyperparameters where the code has no imp_lam
 AT_EPSILON = 0.1   # |q1 - q2| threshold of the reference AT entries (atrec's choice)
 PREDICT_CHUNK = 1 << 18   # test pairs per predict call (every real test set fits in one)
 AT_SALT = 1000     # A2 starts from other draws than A1 (atrec.methods.binary.at)
@@ -163,6 +174,14 @@ class BinaryRun:
         if self.corrected:
             out = {k: v * np.float32(IMPUTATION_INIT_SCALE) for k, v in out.items()}
         return out
+
+    def imputation_group(self, names: tuple = ("imp_W", "imp_H"), wd: str = "lam") -> Group:
+        """The imputation MF's optimiser: in the code's form the predictor's ``lr`` and the
+        weight decay ``wd`` (the predictor's ``lam``, or a method's ``imp_lam``); in the
+        corrected form its own, ``imp_lr`` and ``imp_lam`` (:data:`IMP_LR`)."""
+        if self.corrected:
+            return Group(tuple(names), lr=IMP_LR.name, wd="imp_lam")
+        return Group(tuple(names), lr="lr", wd=wd)
 
     def hp(self, **extra) -> dict:
         """The scalar hyperparameters a stage's step reads, with ``extra`` ones."""
@@ -265,6 +284,30 @@ class BinaryMethod(Method):
     # how the reference code's form differs from the corrected one; a method that has one
     # declares options = (FORM,) (:data:`FORM`: the protocol supplies the default)
     reference_forms: ClassVar[str] = ""
+    # the hyperparameters the corrected form adds (its nuisance models' own optimisers), each
+    # with a default: searched and recorded in that form only, so the code's form's records
+    # and reference values keep their keys (:meth:`hyperparameters_for`)
+    corrected_hyperparameters: ClassVar[tuple] = ()
+
+    @classmethod
+    def hyperparameters_for(cls, form: str | None = None) -> tuple:
+        """:attr:`hyperparameters`, and in the corrected form
+        :attr:`corrected_hyperparameters` too."""
+        extra = cls.corrected_hyperparameters if form == CORRECTED else ()
+        return cls.hyperparameters + tuple(extra)
+
+    @classmethod
+    def every_hyperparameter(cls) -> tuple:
+        return cls.hyperparameters_for(CORRECTED)
+
+    def with_defaults(self, params: dict, form: str | None) -> dict:
+        """``params`` with the defaults of ``form``'s hyperparameters it lacks (a fit called
+        with the reference values alone, from Python)."""
+        out = dict(params)
+        for h in self.hyperparameters_for(form):
+            if h.name not in out and h.default is not None:
+                out[h.name] = out[h.default] if isinstance(h.default, str) else h.default
+        return out
 
     def train(self, run: BinaryRun) -> Trained:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -286,7 +329,9 @@ class BinaryMethod(Method):
 
     def start(self, problem: FitProblem, params: dict, settings) -> BinaryRun:
         """The :class:`BinaryRun` of a fit, under the settings as applied (:meth:`applied`)."""
-        return BinaryRun(problem, params, self.applied(settings), self.leaks or self.uses_mcar)
+        settings = self.applied(settings)
+        return BinaryRun(problem, self.with_defaults(params, settings.forms), settings,
+                         self.leaks or self.uses_mcar)
 
     def at_batch_size(self, run: BinaryRun) -> int:
         """Observed pairs per batch of AT's third model (its all-pairs draws are a multiple of

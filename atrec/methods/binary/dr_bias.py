@@ -37,15 +37,21 @@ from typing import ClassVar
 
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
-from atrec.learners.epochs import Group, Stage
+from atrec.learners.epochs import Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
-from atrec.methods.binary.base import COMMON, FORM, BinaryMethod, Trained, predictor_tables
+from atrec.methods.binary.base import (
+    COMMON,
+    FORM,
+    IMPUTATION_OWN,
+    BinaryMethod,
+    Trained,
+    predictor_tables,
+)
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.methods.binary.nuisance import diagnose
 from atrec.runtime import tf
 
-IMP = Group(("imp_W", "imp_H"), lr="lr", wd="lam")
 UNIFORM_RATIO = Hyperparameter("uniform_ratio", "int", 1, 8, maximum=64,
                                help="G: pairs drawn from all users x items per observed pair")
 MSE_LAMBDA = Hyperparameter("mse_lambda", "float", 0.0, 1.0, maximum=1.0,
@@ -132,12 +138,13 @@ class DRBias(BinaryMethod):
     uses_mcar = True
     serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO,)
+    corrected_hyperparameters = IMPUTATION_OWN
     mse_lambda: ClassVar[float | None] = 1.0   # None: a hyperparameter (DR-MSE)
     reference_params = reference_table("dr-bias", DR_BIAS_COAT, DR_BIAS_YAHOO)
 
     def _predictor(self, run):
         step = _corrected_step if run.corrected else _reference_step
-        stage = Stage(self.name, step, {"pred": PRED, "imp": IMP},
+        stage = Stage(self.name, step, {"pred": PRED, "imp": run.imputation_group()},
                       int(run.values["batch_size"]), extra=int(run.values["uniform_ratio"]))
         extra = {} if self.mse_lambda is None else {"mse_lambda": self.mse_lambda}
         extra["direct_scale"] = run.direct_scale()   # the observed sums are over B
@@ -147,7 +154,8 @@ class DRBias(BinaryMethod):
 
     def train(self, run) -> Trained:
         res = self._predictor(run)
-        return Trained(predictor_tables(res.params), res, {}, diagnose(run, None, res.params))
+        return Trained(predictor_tables(res.params), res, {},
+                       diagnose(run, None, res.params, by_label=nb.fitted(run)))
 
 
 class DRMSE(DRBias):

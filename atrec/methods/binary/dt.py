@@ -39,7 +39,7 @@ from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
 from atrec.methods.binary import joint
-from atrec.methods.binary.base import COMMON, FORM, GAMMA, PROP_LAM, clip_weight
+from atrec.methods.binary.base import COMMON, FORM, GAMMA, IMP_LR, PROP_LAM, clip_weight
 from atrec.methods.binary.ips import SOURCE, reference_table
 from atrec.methods.hyperparameters import Hyperparameter
 from atrec.runtime import tf
@@ -164,11 +164,11 @@ class BinaryDTIPS(joint.JointMethod):
         k, k1 = int(run.values["dim"]), int(run.values["dim1"])
         return {**run.tables("pred", k1), **run.tables("prop", k)}
 
-    def _groups(self) -> dict:
+    def _groups(self, run) -> dict:
         return {"prop": Group(PROP, wd="prop_lam"), "pred": Group(PRED)}
 
     def _stage(self, run, init: dict) -> Stage:
-        return Stage(self.name, type(self).step, self._groups(), int(run.values["batch_size"]),
+        return Stage(self.name, type(self).step, self._groups(run), int(run.values["batch_size"]),
                      extra=int(run.values["uniform_ratio"]))
 
     def _propensity(self, params, users, items):
@@ -189,6 +189,7 @@ class BinaryDTDR(BinaryDTIPS):
     description = "DT-DR: DT's propensity, a jointly trained imputation MF, weighted DR"
     reference = SOURCE + "DT-DR.py"
     hyperparameters = BinaryDTIPS.hyperparameters + (joint.THETA, joint.IMP_LAM)
+    corrected_hyperparameters = (IMP_LR,)   # imp_lam: the imputation's decay in both forms
     reference_params = reference_table(
         "dt-dr", {"dim": 8, "dim1": 8, "lam": 1e-4, "lr": 0.01, "batch_size": 128,
                   "gamma": 0.05, "uniform_ratio": 4, "alpha": 0.5, "beta": 0.1, "theta": 1.0,
@@ -207,8 +208,8 @@ class BinaryDTDR(BinaryDTIPS):
 
     def _stage(self, run, init: dict) -> Stage:
         step = _dr_step_corrected if run.corrected else _dr_step
-        return Stage(self.name, step, self._groups(), int(run.values["batch_size"]),
+        return Stage(self.name, step, self._groups(run), int(run.values["batch_size"]),
                      extra=int(run.values["uniform_ratio"]))
 
-    def _groups(self) -> dict:
-        return {**super()._groups(), "imp": Group(IMP, wd="imp_lam")}
+    def _groups(self, run) -> dict:
+        return {**super()._groups(run), "imp": run.imputation_group(IMP, wd="imp_lam")}

@@ -53,6 +53,7 @@ from atrec.methods.binary.base import (
     COMMON,
     FORM,
     GAMMA,
+    IMP_LR,
     LR,
     PROP_BATCH,
     PROP_LAM,
@@ -237,6 +238,7 @@ class BinaryESCM2DR(BinaryESCM2IPS):
     reference_forms = "the DR correction not weighted by 1/p"
     dr_direct = True
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO, ALPHA, BETA, THETA, PROP_LAM, IMP_LAM)
+    corrected_hyperparameters = (IMP_LR,)   # imp_lam: the imputation's decay in both forms
     reference_params = reference_table(
         "escm2-dr", {"dim": 8, "lam": 1e-3, "lr": 0.01, "batch_size": 128, "gamma": 0.01,
                      "uniform_ratio": 1, "alpha": 1.0, "beta": 1.0, "theta": 1.0,
@@ -250,7 +252,7 @@ class BinaryESCM2DR(BinaryESCM2IPS):
 
     def _stage(self, run, init: dict) -> Stage:
         step = escm2_dr_weighted if run.corrected else escm2_dr_unweighted
-        groups = {"pred": Group(PRED), "imp": Group(IMP, wd="imp_lam"),
+        groups = {"pred": Group(PRED), "imp": run.imputation_group(IMP, wd="imp_lam"),
                   "prop": Group(MF_PROP, wd="prop_lam")}
         return Stage(self.name, step, groups, int(run.values["batch_size"]),
                      extra=int(run.values["uniform_ratio"]))

@@ -30,7 +30,7 @@ from atrec.methods.binary.base import (
     trained_twice,
 )
 from atrec.methods.binary.nuisance import diagnose
-from atrec.methods.binary.propensity import fit_propensity, inverse_propensity
+from atrec.methods.binary.propensity import PROPENSITY_CE, fit_propensity, inverse_propensity
 from atrec.names import NO_PROPENSITY, config_key
 from atrec.runtime import tf
 
@@ -122,6 +122,7 @@ class BinaryIPS(BinaryMF):
     description = "IPS with the learned NCF propensity (binary protocols)"
     reference = SOURCE + "IPS.py"
     hyperparameters = COMMON + (GAMMA, PROP_BATCH, PROP_LAM)
+    corrected_hyperparameters = PROPENSITY_CE
     reference_params = reference_table(
         "mf-ips", {"dim": 16, "lam": 1e-3, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
                    "prop_batch": 1024, "prop_lam": 1e-6},

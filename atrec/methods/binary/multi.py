@@ -42,7 +42,7 @@ from __future__ import annotations
 from atrec.learners import binary_models as bm
 from atrec.learners import losses
 from atrec.learners.epochs import Group, Stage
-from atrec.methods.binary.base import COMMON, FORM, GAMMA, PROP_LAM, clip_weight
+from atrec.methods.binary.base import COMMON, FORM, GAMMA, IMP_LR, PROP_LAM, clip_weight
 from atrec.methods.binary.ips import SOURCE, reference_table
 from atrec.methods.binary.joint import (
     IMP_LAM,
@@ -226,6 +226,7 @@ class BinaryMultiDR(BinaryMultiIPS):
     reference_forms = "no observation loss on the propensity; unweighted DR correction"
     dr_direct = True
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO, PROP_LAM, IMP_LAM)
+    corrected_hyperparameters = (IMP_LR,)   # imp_lam: the imputation's decay in both forms
     reference_params = reference_table(
         "multi-dr", {"dim": 8, "lam": 1e-4, "lr": 0.01, "batch_size": 128, "gamma": 0.05,
                      "uniform_ratio": 4, "prop_lam": 1e-4, "imp_lam": 1e-2},
@@ -245,6 +246,6 @@ class BinaryMultiDR(BinaryMultiIPS):
         step = multi_dr_fixed if run.corrected else multi_dr_coded
         groups = {"prop": Group(("prop_W", "prop_H"), wd="prop_lam"),
                   "pred": Group(("pred_W", "pred_H")),
-                  "imp": Group(("imp_W", "imp_H"), wd="imp_lam")}
+                  "imp": run.imputation_group(wd="imp_lam")}
         return Stage(self.name, step, groups, int(run.values["batch_size"]),
                      extra=int(run.values["uniform_ratio"]))

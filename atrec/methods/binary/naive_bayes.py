@@ -52,6 +52,15 @@ def propensities(c: dict, mu=0.0):
     return py1o1 * po1 / py1, (1.0 - py1o1) * po1 / (1.0 - py1)
 
 
+def fitted(run, mu=0.0) -> tuple:
+    """``(p1, p0)`` of every replica as NumPy arrays ``[R]`` (``mu``: the smoothing, a number
+    or ``[R]``): what the record's diagnostics report
+    (:func:`atrec.methods.binary.nuisance.label_propensity_diagnostics`)."""
+    c = {k: np.asarray(v, np.float64) for k, v in counts(run).items()}
+    p1, p0 = propensities(c, np.asarray(mu, np.float64))
+    return np.asarray(p1), np.asarray(p0)
+
+
 def weights(p1, p0, label):
     """``1 / p_hat`` of pairs whose weight class is ``label`` (``[R, n]``, 1 or 0), for
     ``p1, p0`` ``[R]``."""

@@ -42,7 +42,7 @@ from atrec.learners.epochs import Group, ReferenceRule, Stage
 from atrec.methods.base import Hyperparameter
 from atrec.methods.binary import naive_bayes as nb
 from atrec.methods.binary.base import COMMON, FORM, BinaryMethod, Trained, predictor_tables
-from atrec.methods.binary.dr_bias import IMP, UNIFORM_RATIO
+from atrec.methods.binary.dr_bias import IMPUTATION_OWN, UNIFORM_RATIO
 from atrec.methods.binary.ips import PRED, SOURCE, reference_table
 from atrec.methods.binary.nuisance import diagnose
 from atrec.runtime import tf
@@ -163,13 +163,14 @@ class StableDR(BinaryMethod):
     uses_mcar = True
     serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO, ETA, MU_LR, STOP)
+    corrected_hyperparameters = IMPUTATION_OWN
     reference_params = reference_table("stable-dr", STABLE_DR_COAT, STABLE_DR_YAHOO)
 
     def _predictor(self, run):
         init = {**run.tables("pred"), **run.imputation_tables(),
                 "mu": np.zeros(run.replicas, np.float32)}
         step = _corrected_step if run.corrected else _reference_step
-        stage = Stage(self.name, step, {"pred": PRED, "imp": IMP, "mu": MU},
+        stage = Stage(self.name, step, {"pred": PRED, "imp": run.imputation_group(), "mu": MU},
                       int(run.values["batch_size"]), extra=int(run.values["uniform_ratio"]))
         consts = {**nb.counts(run), "weight_label": tf.constant(weight_labels(run)),
                   "cell_state": tf.constant(cell_states(run))}
@@ -180,4 +181,5 @@ class StableDR(BinaryMethod):
 
     def train(self, run) -> Trained:
         res = self._predictor(run)
-        return Trained(predictor_tables(res.params), res, {}, diagnose(run, None, res.params))
+        return Trained(predictor_tables(res.params), res, {},
+                       diagnose(run, None, res.params, by_label=nb.fitted(run, res.params["mu"])))

@@ -54,8 +54,9 @@ from atrec.learners import losses
 from atrec.learners.draws import distinct_positions
 from atrec.learners.epochs import Batch, Group, ReferenceRule, Stage, StepState
 from atrec.methods.base import Hyperparameter
-from atrec.methods.binary.base import COMMON, FORM, GAMMA, BinaryMethod, Trained
+from atrec.methods.binary.base import COMMON, FORM, GAMMA, IMPUTATION_OWN, BinaryMethod, Trained
 from atrec.methods.binary.ips import PRED, SOURCE, _mf_step, reference_table
+from atrec.methods.binary.nuisance import diagnose, model_grid
 from atrec.runtime import tf
 
 MF_LR, MF_LAM = 0.05, 0.0             # the propensity MF's Adam (TDR_based.py's MF.fit call)
@@ -64,7 +65,6 @@ LOGISTIC_PATIENCE = 5                 # last-batch losses above the best before 
 TDR_JL_STOP = 1                       # MF_TDR_JL.fit's default stop
 FEATURES = ("tprop_W", "tprop_H")     # the propensity MF's tables, the logistic model's input
 LOGISTIC = ("tprop_a", "tprop_b")
-IMP = Group(("imp_W", "imp_H"), lr="lr", wd="lam")
 TMLE = ("tmle_ab", "tmle_bb")         # the last batch's sum alpha beta and sum beta^2
 
 UNIFORM_RATIO = Hyperparameter("uniform_ratio", "int", 1, 8, maximum=64,
@@ -130,6 +130,12 @@ def fit_logistic_propensity(run) -> tuple[dict, dict]:
                           rule=LastBatchRule(run.replicas))
     prop = {**features, **{n: second.params[n] for n in LOGISTIC}}
     return prop, {"propensity_mf": first, "propensity": second}
+
+
+def propensity_probability(consts: dict, users, items):
+    """``p_hat`` of the logistic propensity at the pairs (its diagnostics read it everywhere:
+    :func:`atrec.methods.binary.nuisance.model_grid`)."""
+    return tf.sigmoid(bm.ncf_logit(consts, users, items, "tprop"))
 
 
 def inverse_propensity(consts: dict, users, items, gamma):
@@ -228,6 +234,7 @@ class BinaryTDRJL(BinaryMethod):
                        "correction, reversed imputation error")
     options = (FORM,)
     hyperparameters = COMMON + (GAMMA, UNIFORM_RATIO)
+    corrected_hyperparameters = IMPUTATION_OWN
     reference_params = reference_table(
         "tdr-jl", {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 128, "gamma": 0.1,
                    "uniform_ratio": 4},
@@ -261,14 +268,17 @@ class BinaryTDRJL(BinaryMethod):
             consts["y_bar"] = tf.constant(run.leak_mean())
         gamma, ratio = float(run.values["gamma"]), int(run.values["uniform_ratio"])
         hp = run.hp(corrected=float(run.corrected), direct_scale=run.direct_scale(ratio))
-        groups = {"pred": PRED, **({"imp": IMP} if self.joint else {})}
+        groups = {"pred": PRED, **({"imp": run.imputation_group()} if self.joint else {})}
         stage = Stage(self.name, _tdr_jl_step if self.joint else _tdr_step, groups,
                       int(run.values["batch_size"]), extra=ratio)
         weights = lambda u, i: inverse_propensity(prop, u, i, gamma)
         res = run.main(stage, self._init(run), hp, consts,
                        run.criterion(self.predict, weights), rule=self._rule(run))
         params = self._targeted(run, res, groups, hp, consts, ratio)
-        return Trained(params, res, stages)
+        return Trained(params, res, stages,
+                       diagnose(run, None, params if self.joint else None,
+                                grid=model_grid(run, propensity_probability, prop),
+                                model="logistic"))
 
     def _targeted(self, run, res, groups, hp, consts, ratio) -> dict:
         """The one targeted predictor step after the rule fired (module doc), eagerly."""
@@ -317,6 +327,7 @@ class BinaryTDR(BinaryTDRJL):
     reference_forms = "weights misaligned with a shuffled training list, unweighted correction"
     leaks = True
     uses_mcar = True
+    corrected_hyperparameters = ()    # no imputation MF: y_bar imputes
     reference_params = reference_table(
         "tdr", {"dim": 4, "lam": 1e-4, "lr": 0.05, "batch_size": 128, "gamma": 0.1,
                 "uniform_ratio": 3},
