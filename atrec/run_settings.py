@@ -29,7 +29,8 @@ TUNING_SEED = 12345
 SAMPLER_SEED = 123
 # Trials per tuning study. The tuning of Table 1 uses the paper's 25 (``atrec reproduce
 # --tune``); every study ``atrec tune`` runs gets TUNING_BUDGET unless ``--trials`` says
-# otherwise, the same for every method, and the shipped ``tuned-atrec`` values were made with it.
+# otherwise, the same for every method; the shipped 1-5 star ``tuned-atrec`` values were made
+# with it (binary-clean's with ``--trials 10 --splits 3``: its file's header says why).
 PAPER_TRIALS = 25
 TUNING_BUDGET = 50
 # When AT's candidate pool is re-drawn: every pseudo-labelling step (the authors' code) or once

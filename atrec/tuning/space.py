@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from atrec.methods.base import EPSILON
 from atrec.methods.registry import hyperparameters_of, method_class
 from atrec.names import DEFAULT_METHOD
-from atrec.protocols import Protocol
+from atrec.protocols import Protocol, get_protocol
 from atrec.params.lookup import HyperParams
 
 
@@ -35,10 +35,14 @@ class SearchSpace:
         adds its nuisance models' own), and AT's ``epsilon``; MF-IPS's is the paper's."""
         method_cls = method_class(method, protocol)
         dim, lam = method_cls.hyperparameter("dim"), method_cls.hyperparameter("lam")
+        inert = ("dim", "lam")
+        epochs = getattr(get_protocol(protocol), "epochs", None)
+        if getattr(epochs, "stopping", None) == "validation":   # the reference rule's own keys
+            inert += tuple(getattr(method_cls, "rule_hyperparameters", ()))
         return cls(int(dim.low), int(dim.high), int(dim.step or 1), lam.low, lam.high,
                    EPSILON.low, EPSILON.high,
                    tuple(h for h in hyperparameters_of(method, protocol)
-                         if h.name not in ("dim", "lam")))
+                         if h.name not in inert))
 
     def __post_init__(self) -> None:
         if not (0 < self.dim_low <= self.dim_high and self.dim_step > 0

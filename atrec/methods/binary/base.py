@@ -69,6 +69,9 @@ class BinaryMethod(Method):
     # how the reference code's form differs from the corrected one; a method that has one
     # declares options = (FORM,) (:data:`FORM`: the protocol supplies the default)
     reference_forms: ClassVar[str] = ""
+    # hyperparameters read only by the reference stopping rule: under a protocol that stops on
+    # validation they keep their default and are not searched (atrec.tuning.space)
+    rule_hyperparameters: ClassVar[tuple[str, ...]] = ()
     # the hyperparameters the corrected form adds (its nuisance models' own optimisers), each
     # with a default: searched and recorded in that form only, so the code's form's records
     # and reference values keep their keys (:meth:`hyperparameters_for`)

@@ -52,8 +52,10 @@ ETA = Hyperparameter("eta", "float", 1.0, 1e4, log=True, maximum=1e6,
                      help="weight of Stable-DR's stabilising constraint on mu")
 MU_LR = Hyperparameter("mu_lr", "float", 1e-3, 1e3, log=True, maximum=1e5, positive=True,
                        help="Adam learning rate of the propensity's smoothing mu (lr1)")
-STOP = Hyperparameter("stop", "int", 1, 10, maximum=100,
-                      help="the reference rule's count of non-improving epochs (binary-icde24)")
+STOP = Hyperparameter("stop", "int", 1, 10, maximum=100, default=5,
+                      help="the reference rule's count of non-improving epochs (binary-icde24; "
+                           "unread under a protocol that stops on validation, so not searched "
+                           "there)")
 
 
 def weight_labels(run) -> np.ndarray:
@@ -163,6 +165,7 @@ class StableDR(BinaryMethod):
     uses_mcar = True
     serves_in_at = True
     hyperparameters = COMMON + (UNIFORM_RATIO, ETA, MU_LR, STOP)
+    rule_hyperparameters = (STOP.name,)
     corrected_hyperparameters = IMPUTATION_OWN
     reference_params = reference_table("stable-dr", STABLE_DR_COAT, STABLE_DR_YAHOO)
 
