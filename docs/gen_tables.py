@@ -119,23 +119,27 @@ def shipped_markdown() -> str:
                    "dim", "lam", "epsilon", "own"], rows)
 
 
-BINARY_FIXED = ("trials", "best_value", "reference_value", "dim", "lam", "lr", "batch_size")
+BINARY_FIXED = ("trials", "best_value", "reference_value", "dim", "lam", "lr", "batch_size",
+                "splits", "start", "start_value")
 
 
 def binary_shipped_markdown() -> str:
     """Every ``tuned-atrec`` entry of ``binary-clean`` on Coat
-    (``atrec/resources/binary_clean_tuned_params.yaml``): budget, the study's best validation
-    criterion, its first trial's (at the reference values), the common values and a method's
-    own hyperparameters in the last column."""
+    (``atrec/resources/binary_clean_tuned_params.yaml``): budget (trials x splits), the
+    criterion averaged over the splits, the first trial's (at the reference values, on the
+    first split), the common values and a method's own hyperparameters in the last column."""
     rows = []
     shipped = resource_yaml("binary_clean_tuned_params.yaml").get("coat", {})
     named = {(key.rpartition("/")[0] or DEFAULT_METHOD): e for key, e in shipped.items()}
     for method, entry in sorted(named.items()):
         own = ", ".join(f"{k} {fmt(v)}" for k, v in entry.items() if k not in BINARY_FIXED)
         first = entry.get("reference_value")
-        rows.append([f"`{method}`", entry.get("trials", "-"),
+        splits = (entry.get("splits") or {}).get("n")
+        trials = entry.get("trials", "-")
+        rows.append([f"`{method}`", f"{trials} x {splits} splits" if splits else trials,
                      f"{entry['best_value']:.4f}", "-" if first is None else f"{first:.4f}",
-                     entry["dim"], fmt(entry["lam"]), fmt(entry["lr"]), entry.get("batch_size", "-"),
+                     entry.get("dim", "-"), fmt(entry["lam"]),
+                     fmt(entry["lr"]) if "lr" in entry else "-", entry.get("batch_size", "-"),
                      own or "-"])
-    return table(["method", "trials", "best validation criterion", "first trial's",
-                   "dim", "lam", "lr", "batch size", "own"], rows)
+    return table(["method", "trials", "criterion (mean over splits)", "first trial's",
+                  "dim", "lam", "lr", "batch size", "own"], rows)
