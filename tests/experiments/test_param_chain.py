@@ -114,8 +114,9 @@ def test_the_budget_of_another_protocols_values_comes_from_its_own_files(results
     shipped = yaml.safe_load((resources.files("atrec") / "resources"
                               / "binary_clean_tuned_params.yaml").read_text())["coat"]
     key = next(iter(shipped))
+    splits = (shipped[key].get("splits") or {}).get("n")
     assert params_budget("tuned-atrec", "coat", key, protocol="binary-clean") == (
-        f"{shipped[key]['trials']} trials")
+        f"{shipped[key]['trials']} trials" + (f" x {splits} splits" if splits else ""))
     assert params_budget("tuned-atrec", "coat", key) == "-"      # not a saito2020 key
     own = results / "protocols" / "binary-clean" / "tuned_params.yaml"
     own.parent.mkdir(parents=True)

@@ -81,9 +81,11 @@ def test_binary_clean_takes_shipped_tuned_values_first_then_the_reference():
     # an old name of binary-clean's default form is that run: its tuned values
     assert get_params(chain, "coat", "none", False, "dr-jl-textbook", "binary-clean") == \
         get_params(chain, "coat", "none", False, "dr-jl", "binary-clean")
-    # the code's form has its own tuned entry (filed under its old name, dr-jl-coded)
-    _, label = get_params(chain, "coat", "none", False, "dr-jl[form=coded]", "binary-clean")
-    assert label == "tuned-atrec"
+    # the shipped file tunes each method's default form only: the code's form has no entry
+    # there and reads the script's constants, not the corrected form's tuned values
+    values, label = get_params(chain, "coat", "none", False, "dr-jl[form=coded]", "binary-clean")
+    assert label == "reference"
+    assert values != get_params(chain, "coat", "none", False, "dr-jl", "binary-clean")[0]
     # a form without a tuned entry: the script's constants, the same in either form
     values, label = get_params(chain, "coat", "none", False, "dr+form=coded", "binary-clean")
     assert label == "reference" and values.dim == 16
