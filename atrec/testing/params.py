@@ -31,10 +31,13 @@ def small_params(cls: type[Method], with_at: bool) -> dict:
 
 def bad_hyperparameter_cases(cls: type[Method]) -> list[tuple]:
     """``(hyperparameter, with_at, bad value or MISSING, fragment of the message)``: for every
-    hyperparameter (and AT's ``epsilon``), a negative, NaN, missing, text and absurd value."""
+    hyperparameter (and AT's ``epsilon``), a negative, NaN, missing (unless it has a default,
+    which a missing key takes), text and absurd value."""
     out = []
     for h, with_at in [(h, False) for h in cls.hyperparameters] + [(EPSILON, True)]:
-        cases = [(-3, "-3"), (float("nan"), "nan"), (MISSING, f"'{h.name}'"), ("ten", "'ten'")]
+        cases = [(-3, "-3"), (float("nan"), "nan"), ("ten", "'ten'")]
+        if getattr(h, "default", None) is None:
+            cases.append((MISSING, f"'{h.name}'"))
         if h.kind == "int":
             cases.append((10**9, "1000000000"))
         elif math.isfinite(h.bound):
