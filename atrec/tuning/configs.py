@@ -301,7 +301,7 @@ def failed_study(outcome: StudyOutcome, protocol: str) -> str | None:
     proto = get_protocol(protocol)
     if proto.view != "binary" or outcome.best_value is None:
         return None
-    selection = getattr(getattr(proto, "epochs", None), "selection", None)
+    selection = proto.epochs.selection   # a binary protocol's
     if not at_constant(outcome.best_value, selection):
         return None
     constant, tolerance, words = criterion_constant(selection)

@@ -62,7 +62,7 @@ class BinaryRun:
     @property
     def selects_on_mcar(self) -> bool:
         """Whether the main stage selects on the MCAR slice (selection ``mcar-auc``)."""
-        return self.clean and getattr(self.settings, "selection", "method") == "mcar-auc"
+        return self.clean and self.settings.selection == "mcar-auc"
 
     def _selection_slice(self) -> dict:
         """Each replica's MCAR slice (``split.test_prior``: under ``binary-clean`` the 5% cut
@@ -163,7 +163,7 @@ class BinaryRun:
         steps = max(1, n // stage.batch_size)      # optimiser steps per epoch
         cap = self.settings.max_epochs
         if self.clean:
-            in_steps = getattr(self.settings, "unit", "epochs") == "steps"
+            in_steps = self.settings.unit == "steps"
             rule = Patience(self.replicas, self.settings.patience, steps if in_steps else 1)
             cap = self.settings.main_cap(steps) if in_steps else cap
         res = run_stage(stage, params, hp, consts, self.rngs, n, self.num_users,
