@@ -121,9 +121,10 @@ class Decomposition:
         return self.cause.text() + ("" if self.cause.clear else f" {WITHIN_NOISE}")
 
     def as_dict(self) -> dict:
-        cause = self.cause
+        cause = self.cause     # MF, the baseline, moves by nothing against itself: no cause
+        named = cause is not None and self.changes and self.method != BINARY_BASELINE
         return {"standing_changes": self.changes, "total": self.total,
-                "cause": None if cause is None or not self.changes else cause.name,
+                "cause": cause.name if named else None,
                 "parts": [p.as_dict() for p in self.parts], "missing": list(self.missing)}
 
 

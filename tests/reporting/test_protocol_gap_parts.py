@@ -154,6 +154,8 @@ def test_the_cause_in_every_output(results):
     dr = next(m for m in doc["methods"] if m["method"] == "dr")
     assert dr["parts"]["auc"]["cause"] == "form"
     assert dr["parts"]["ndcg5"]["cause"] == "data"
+    mf = next(m for m in doc["methods"] if m["method"] == "mf")   # the baseline: no cause
+    assert mf["parts"]["auc"]["cause"] is None and mf["parts"]["ndcg5"]["cause"] is None
     assert doc["parts"] == list(PARTS)
 
 
