@@ -22,15 +22,17 @@ FLAG_MARK = "§"
 
 def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
     """``(dataset, method, propensity) -> {"seeds": [...], "of": n, "reasons": [...]}`` for
-    each configuration of the parameter sets ``labels`` with a flagged seed (reasons without
-    their numbers, each once)."""
-    labels = set(labels)
-    out: dict = {}
+    each configuration with a flagged seed (reasons without their numbers, each once). With
+    several parameter sets ``labels``, a configuration is counted in the first that has its
+    records, the set its table row shows, never over the sets together."""
+    order = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+    found: dict = {}
     for r in records:
-        if not isinstance(r, dict) or record_label(r) not in labels:
+        if not isinstance(r, dict) or record_label(r) not in order:
             continue
         key = (r.get("dataset"), base_method(r), str(r.get("propensity")))
-        entry = out.setdefault(key, {"seeds": [], "of": 0, "reasons": []})
+        entry = found.setdefault(key, {}).setdefault(
+            order[record_label(r)], {"seeds": [], "of": 0, "reasons": []})
         entry["of"] += 1
         flags = [*((r.get("nuisance") or {}).get("flags") or []),
                  *((r.get("diagnostics") or {}).get("flags") or [])]
@@ -40,7 +42,8 @@ def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
                 reason = _without_value(f)
                 if reason not in entry["reasons"]:
                     entry["reasons"].append(reason)
-    return {k: v for k, v in out.items() if v["seeds"]}
+    shown = {k: sets[min(sets)] for k, sets in found.items()}
+    return {k: v for k, v in shown.items() if v["seeds"]}
 
 
 def _without_value(flag: str) -> str:

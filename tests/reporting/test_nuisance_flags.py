@@ -37,6 +37,20 @@ def test_flagged_runs_count_seeds_and_name_reasons_once():
     assert note.startswith(f"{FLAG_MARK} coat IPS: 2 of 3 seeds")
 
 
+def test_a_configuration_is_counted_in_the_set_its_row_shows():
+    """With several parameter sets, a row shows the first set with records: the flags and the
+    seed count are that set's, not the sets' together."""
+    tuned = [{**_record("mf-ips", s, []), "params_source": "tuned-atrec"} for s in range(3)]
+    reference = [_record("mf-ips", s, BAD) for s in range(2)]
+    assert flagged_runs(tuned + reference, ["tuned-atrec", "reference"]) == {}
+    got = flagged_runs(tuned + reference, ["reference", "tuned-atrec"])
+    assert got[("coat", "mf-ips", NO_PROPENSITY)]["seeds"] == [0, 1]
+    assert got[("coat", "mf-ips", NO_PROPENSITY)]["of"] == 2
+    flagged_tuned = [{**r, "nuisance": {"flags": BAD}} for r in tuned[:1]] + tuned[1:]
+    got = flagged_runs(reference + flagged_tuned, ["tuned-atrec", "reference"])
+    assert got[("coat", "mf-ips", NO_PROPENSITY)]["of"] == 3
+
+
 def test_the_benchmark_marks_the_flagged_row_and_notes_it(tmp_path):
     root = get_protocol(CLEAN).results_root(tmp_path)
     for method, flags in (("mf", None), ("mf-ips", BAD)):
