@@ -296,7 +296,11 @@ def load_benchmark(root: Path | None = None, datasets: Sequence[str] | None = No
                 and r.get("params_budget") not in (None, "", "-")):
             budgets.setdefault((r["dataset"], base_method(r), str(r.get("propensity")),
                                 bool(r.get("with_at")), record_label(r)), r["params_budget"])
-    flagged = {k: v for k, v in flagged_runs(records, labels).items() if k[1] in chosen}
+    # a row's flags are those of the parameter set it shows, never of the sets together
+    shown_sets = {(k[0], m, str(k[1])): c.params
+                  for m in chosen for k, c in summaries[m].cells.items()}
+    flagged = {k: v for k, v in flagged_runs(records, labels, shown_sets).items()
+               if k[1] in chosen}
     bench = Benchmark(label, shown, infos, summaries, rows, metrics, tuple(tests), (),
                       budgets, baseline, at_options, protocol, second, flagged)
     notices = _notices(bench, chosen, protocol) + flag_notices(flagged, bench_label(bench))

@@ -12,7 +12,7 @@ Stable-DR's), so the notice says which model failed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from atrec.methods.registry import base_method
 from atrec.results.records import record_label
@@ -20,19 +20,22 @@ from atrec.results.records import record_label
 FLAG_MARK = "§"
 
 
-def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
+def flagged_runs(records: Iterable, labels: Iterable[str],
+                 shown: Mapping[tuple, str] | None = None) -> dict:
     """``(dataset, method, propensity) -> {"seeds": [...], "of": n, "reasons": [...]}`` for
-    each configuration with a flagged seed (reasons without their numbers, each once). With
-    several parameter sets ``labels``, a configuration is counted in the first that has its
-    records, the set its table row shows, never over the sets together."""
-    order = {label: i for i, label in enumerate(dict.fromkeys(labels))}
-    found: dict = {}
+    each configuration of the parameter sets ``labels`` with a flagged seed (reasons without
+    their numbers, each once). ``shown`` maps a configuration to the one set its table row
+    shows (:func:`~atrec.evaluation.summary.merge_summaries` picks it): only that set's records
+    count there, so a row never carries the flags of runs it does not show."""
+    labels = set(labels)
+    out: dict = {}
     for r in records:
-        if not isinstance(r, dict) or record_label(r) not in order:
+        if not isinstance(r, dict) or record_label(r) not in labels:
             continue
         key = (r.get("dataset"), base_method(r), str(r.get("propensity")))
-        entry = found.setdefault(key, {}).setdefault(
-            order[record_label(r)], {"seeds": [], "of": 0, "reasons": []})
+        if shown is not None and shown.get(key, record_label(r)) != record_label(r):
+            continue
+        entry = out.setdefault(key, {"seeds": [], "of": 0, "reasons": []})
         entry["of"] += 1
         flags = [*((r.get("nuisance") or {}).get("flags") or []),
                  *((r.get("diagnostics") or {}).get("flags") or [])]
@@ -42,8 +45,7 @@ def flagged_runs(records: Iterable, labels: Iterable[str]) -> dict:
                 reason = _without_value(f)
                 if reason not in entry["reasons"]:
                     entry["reasons"].append(reason)
-    shown = {k: sets[min(sets)] for k, sets in found.items()}
-    return {k: v for k, v in shown.items() if v["seeds"]}
+    return {k: v for k, v in out.items() if v["seeds"]}
 
 
 def _without_value(flag: str) -> str:

@@ -37,18 +37,31 @@ def test_flagged_runs_count_seeds_and_name_reasons_once():
     assert note.startswith(f"{FLAG_MARK} coat IPS: 2 of 3 seeds")
 
 
-def test_a_configuration_is_counted_in_the_set_its_row_shows():
+def test_a_configuration_is_counted_in_the_set_its_row_shows(tmp_path):
     """With several parameter sets, a row shows the first set with records: the flags and the
     seed count are that set's, not the sets' together."""
-    tuned = [{**_record("mf-ips", s, []), "params_source": "tuned-atrec"} for s in range(3)]
-    reference = [_record("mf-ips", s, BAD) for s in range(2)]
-    assert flagged_runs(tuned + reference, ["tuned-atrec", "reference"]) == {}
-    got = flagged_runs(tuned + reference, ["reference", "tuned-atrec"])
-    assert got[("coat", "mf-ips", NO_PROPENSITY)]["seeds"] == [0, 1]
-    assert got[("coat", "mf-ips", NO_PROPENSITY)]["of"] == 2
-    flagged_tuned = [{**r, "nuisance": {"flags": BAD}} for r in tuned[:1]] + tuned[1:]
-    got = flagged_runs(reference + flagged_tuned, ["tuned-atrec", "reference"])
-    assert got[("coat", "mf-ips", NO_PROPENSITY)]["of"] == 3
+    root = get_protocol(CLEAN).results_root(tmp_path)
+
+    def save(method, seed, label, flags):
+        save_record({**_record(method, seed, flags), "params_source": label},
+                    record_path("coat", config_key(NO_PROPENSITY, False, method), label, seed,
+                                root))
+
+    for s in range(3):
+        save("mf", s, "tuned-atrec", None)
+        save("mf-ips", s, "tuned-atrec", [])
+    for s in range(2):
+        save("mf-ips", s, "reference", BAD)
+
+    def notices(params):
+        return [n for n in benchmark_report(root, ["coat"], params, fmt="table",
+                                            expected_seeds=2, protocol=CLEAN).notices
+                if n.startswith(f"{FLAG_MARK} coat IPS")]
+
+    assert notices("tuned-atrec,reference") == []
+    assert notices("reference,tuned-atrec")[0].startswith(f"{FLAG_MARK} coat IPS: 2 of 2 seeds")
+    save("mf-ips", 0, "tuned-atrec", BAD)
+    assert notices("tuned-atrec,reference")[0].startswith(f"{FLAG_MARK} coat IPS: 1 of 3 seeds")
 
 
 def test_the_benchmark_marks_the_flagged_row_and_notes_it(tmp_path):
